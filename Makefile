@@ -1,0 +1,25 @@
+# railpath: `make run` sets up and runs the main job; `make test` sets up and runs every test.
+CARGO ?= cargo
+OUT ?= out
+
+.PHONY: setup run test build lint bench
+
+setup:
+	@./scripts/setup.sh
+
+build: setup
+	$(CARGO) build --release -p railpath-cli
+
+# The main job: every example scenario, with its summary and time series under $(OUT)/.
+run: build
+	./scripts/run-main.sh $(OUT)
+
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+test: setup lint
+	$(CARGO) test --workspace
+
+bench: build
+	./target/release/railpath bench

@@ -1,0 +1,400 @@
+//! railpath scenario files: the one TOML format read by the simulator, the link emulator and the
+//! gateway's replay mode. See `shared/spec/results.md` for the stable keys.
+//!
+//! Loading is two steps: [`parse_str`] deserialises (unknown keys are errors, serde names them)
+//! and [`Scenario::validate`] checks ranges and cross references. Every error names the file, the
+//! key path (e.g. `link[1].loss` or `flow "dl".paths`) and what was expected.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+mod overrides;
+mod validate;
+
+pub use overrides::apply_override;
+
+/// An error in a scenario file or an override: file, key path and what was expected.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioError {
+    pub file: String,
+    pub key: String,
+    pub message: String,
+}
+
+impl ScenarioError {
+    pub fn new(file: &str, key: impl Into<String>, message: impl Into<String>) -> Self {
+        ScenarioError { file: file.to_string(), key: key.into(), message: message.into() }
+    }
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.key.is_empty() {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(f, "{}: {}: {}", self.file, self.key, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// A whole scenario: `[run]`, optional `[tcp]` defaults, links and flows.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub run: Run,
+    #[serde(default)]
+    pub tcp: TcpOptions,
+    #[serde(default, rename = "link")]
+    pub links: Vec<Link>,
+    #[serde(default, rename = "flow")]
+    pub flows: Vec<Flow>,
+    /// Where the scenario came from (file path or preset name); set by the loader.
+    #[serde(skip)]
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Run {
+    /// Simulated seconds.
+    pub duration_s: f64,
+    /// Every random draw derives from it.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Time-series bin width.
+    #[serde(default = "default_bin_ms")]
+    pub bin_ms: f64,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+fn default_bin_ms() -> f64 {
+    100.0
+}
+
+/// What a link does with queued packets during an outage.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OutageMode {
+    /// Queued packets wait and are sent after the outage; arrivals queue up to the buffer limit
+    /// (an X2 handover that forwards buffered data to the new cell).
+    #[default]
+    Hold,
+    /// The queue is flushed when the outage starts and arrivals are dropped until it ends.
+    Drop,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Outage {
+    pub start_s: f64,
+    pub duration_ms: f64,
+}
+
+/// A piecewise-constant change of a link's data-direction parameters from `t_s` on.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleStep {
+    pub t_s: f64,
+    pub rate_mbps: Option<f64>,
+    pub delay_ms: Option<f64>,
+    pub loss: Option<f64>,
+}
+
+/// One carrier path between sender and receiver, both directions.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    pub id: String,
+    /// Bottleneck rate in the data direction; required unless `trace` is given.
+    pub rate_mbps: Option<f64>,
+    /// One-way propagation delay, data direction.
+    #[serde(default)]
+    pub delay_ms: f64,
+    /// Random loss probability per data packet.
+    #[serde(default)]
+    pub loss: f64,
+    /// Drop-tail buffer at the bottleneck, in packets (default 100 when neither is given).
+    pub buffer_packets: Option<u32>,
+    /// Drop-tail buffer at the bottleneck, in bytes.
+    pub buffer_bytes: Option<u64>,
+    #[serde(default)]
+    pub outages: Vec<Outage>,
+    #[serde(default)]
+    pub outage_mode: OutageMode,
+    #[serde(default)]
+    pub schedule: Vec<ScheduleStep>,
+    /// Mahimahi delivery-opportunity trace, path relative to the scenario file.
+    pub trace: Option<String>,
+    /// Reverse (ACK) direction rate; default: the data-direction rate (or 100 Mbit/s with a trace).
+    pub reverse_rate_mbps: Option<f64>,
+    /// Reverse (ACK) direction one-way delay; default: `delay_ms`.
+    pub reverse_delay_ms: Option<f64>,
+    /// Random loss probability per reverse-direction packet.
+    #[serde(default)]
+    pub reverse_loss: f64,
+    /// Reverse direction buffer in packets; default: the data-direction buffer.
+    pub reverse_buffer_packets: Option<u32>,
+    /// Mahimahi trace for the reverse direction.
+    pub reverse_trace: Option<String>,
+    /// Loaded trace (delivery opportunities in ms); filled by [`load`], not read from TOML.
+    #[serde(skip)]
+    pub trace_ms: Option<Vec<u64>>,
+    #[serde(skip)]
+    pub reverse_trace_ms: Option<Vec<u64>>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum FlowKind {
+    Tcp,
+    Mptcp,
+}
+
+impl FlowKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            FlowKind::Tcp => "tcp",
+            FlowKind::Mptcp => "mptcp",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Flow {
+    pub id: String,
+    pub kind: FlowKind,
+    /// tcp: newreno | cubic | bbr ; mptcp: lia | olia | balia | uncoupled-<tcp cc>
+    pub cc: String,
+    /// tcp: one link; mptcp: one link per subflow, first = initial subflow.
+    pub paths: Vec<String>,
+    #[serde(default)]
+    pub start_s: f64,
+    /// 0 = bulk transfer for the whole run.
+    #[serde(default)]
+    pub bytes: u64,
+    /// Per-flow TCP options overriding `[tcp]`.
+    #[serde(default)]
+    pub tcp: Option<TcpOptions>,
+}
+
+/// Loss detection for SACK connections.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LossDetection {
+    /// RACK-TLP, RFC 8985, as Linux does by default.
+    Rack,
+    /// RFC 6675 DupThresh (three SACKed segments above a hole).
+    Dupthresh,
+}
+
+/// TCP options; every field optional so that `[tcp]` and a flow's `tcp` table can be layered.
+/// Defaults follow Linux (see [`TcpOptions::resolved`]).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct TcpOptions {
+    pub mss_bytes: Option<u32>,
+    pub header_bytes: Option<u32>,
+    pub initial_window: Option<u32>,
+    pub min_rto_ms: Option<f64>,
+    pub initial_rto_ms: Option<f64>,
+    pub max_rto_ms: Option<f64>,
+    pub sack: Option<bool>,
+    pub loss_detection: Option<LossDetection>,
+    pub tlp: Option<bool>,
+    pub delayed_ack: Option<bool>,
+    pub delack_timeout_ms: Option<f64>,
+    pub receive_window_bytes: Option<u64>,
+    pub hystart: Option<bool>,
+    pub ack_bytes: Option<u32>,
+}
+
+/// TCP options with every default filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TcpConfig {
+    /// Payload bytes per segment (1448: 1500 MTU less IP, TCP and timestamp option headers).
+    pub mss_bytes: u32,
+    /// Header bytes per data packet on the wire (52 = 20 IP + 20 TCP + 12 timestamps).
+    pub header_bytes: u32,
+    /// Bytes of a pure ACK on the wire (52, plus SACK blocks when present: 8 each + 4).
+    pub ack_bytes: u32,
+    pub initial_window: u32,
+    pub min_rto_ms: f64,
+    pub initial_rto_ms: f64,
+    pub max_rto_ms: f64,
+    pub sack: bool,
+    pub loss_detection: LossDetection,
+    pub tlp: bool,
+    pub delayed_ack: bool,
+    pub delack_timeout_ms: f64,
+    pub receive_window_bytes: u64,
+    pub hystart: bool,
+}
+
+impl TcpOptions {
+    /// `self` layered over `base` (fields set in `self` win).
+    pub fn over(&self, base: &TcpOptions) -> TcpOptions {
+        macro_rules! pick {
+            ($($f:ident),*) => { TcpOptions { $($f: self.$f.clone().or_else(|| base.$f.clone())),* } };
+        }
+        pick!(
+            mss_bytes,
+            header_bytes,
+            initial_window,
+            min_rto_ms,
+            initial_rto_ms,
+            max_rto_ms,
+            sack,
+            loss_detection,
+            tlp,
+            delayed_ack,
+            delack_timeout_ms,
+            receive_window_bytes,
+            hystart,
+            ack_bytes
+        )
+    }
+
+    /// Fill Linux defaults for unset fields.
+    pub fn resolved(&self) -> TcpConfig {
+        TcpConfig {
+            mss_bytes: self.mss_bytes.unwrap_or(1448),
+            header_bytes: self.header_bytes.unwrap_or(52),
+            ack_bytes: self.ack_bytes.unwrap_or(52),
+            initial_window: self.initial_window.unwrap_or(10),
+            min_rto_ms: self.min_rto_ms.unwrap_or(200.0),
+            initial_rto_ms: self.initial_rto_ms.unwrap_or(1000.0),
+            max_rto_ms: self.max_rto_ms.unwrap_or(120_000.0),
+            sack: self.sack.unwrap_or(true),
+            loss_detection: self.loss_detection.unwrap_or(LossDetection::Rack),
+            tlp: self.tlp.unwrap_or(true),
+            delayed_ack: self.delayed_ack.unwrap_or(true),
+            delack_timeout_ms: self.delack_timeout_ms.unwrap_or(40.0),
+            // Linux tcp_rmem max (6 MiB) with autotuning.
+            receive_window_bytes: self.receive_window_bytes.unwrap_or(6 * 1024 * 1024),
+            hystart: self.hystart.unwrap_or(true),
+        }
+    }
+}
+
+impl Scenario {
+    /// The TCP configuration of flow `i`: its own `tcp` table over `[tcp]` over Linux defaults.
+    pub fn tcp_config(&self, i: usize) -> TcpConfig {
+        match &self.flows[i].tcp {
+            Some(t) => t.over(&self.tcp).resolved(),
+            None => self.tcp.resolved(),
+        }
+    }
+
+    /// Index of the link with this id.
+    pub fn link_index(&self, id: &str) -> Option<usize> {
+        self.links.iter().position(|l| l.id == id)
+    }
+}
+
+/// Parse scenario text; `file` is used in error messages. Does not validate ranges.
+pub fn parse_str(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
+    let value: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| ScenarioError::new(file, "", toml_message(&e)))?;
+    from_table(value, file)
+}
+
+/// Deserialize an already parsed (and possibly overridden) TOML table.
+pub fn from_table(table: toml::Table, file: &str) -> Result<Scenario, ScenarioError> {
+    let mut s: Scenario = Scenario::deserialize(table)
+        .map_err(|e: toml::de::Error| ScenarioError::new(file, "", toml_message(&e)))?;
+    s.source = file.to_string();
+    Ok(s)
+}
+
+fn toml_message(e: &toml::de::Error) -> String {
+    e.message().trim().to_string()
+}
+
+/// Read, override, parse, validate a scenario file and load the traces it names.
+pub fn load(path: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ScenarioError::new(&file, "", format!("cannot read scenario file: {e}")))?;
+    let mut table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| ScenarioError::new(&file, "", toml_message(&e)))?;
+    for o in overrides {
+        apply_override(&mut table, o).map_err(|m| ScenarioError::new(&file, "--set", m))?;
+    }
+    let mut s = from_table(table, &file)?;
+    s.validate()?;
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    s.load_traces(&base)?;
+    Ok(s)
+}
+
+impl Scenario {
+    /// Read the Mahimahi traces that links name, relative to `base`.
+    pub fn load_traces(&mut self, base: &Path) -> Result<(), ScenarioError> {
+        let file = self.source.clone();
+        for (i, l) in self.links.iter_mut().enumerate() {
+            if let Some(t) = &l.trace {
+                l.trace_ms = Some(read_mahimahi(&base.join(t), &file, &format!("link[{i}].trace"))?);
+            }
+            if let Some(t) = &l.reverse_trace {
+                l.reverse_trace_ms = Some(read_mahimahi(
+                    &base.join(t),
+                    &file,
+                    &format!("link[{i}].reverse_trace"),
+                )?);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Parse a Mahimahi delivery-opportunity trace: one non-negative integer millisecond timestamp per
+/// line, non-decreasing, each line one opportunity to deliver 1500 bytes; the trace repeats with
+/// period equal to its last timestamp.
+pub fn parse_mahimahi(text: &str, file: &str) -> Result<Vec<u64>, ScenarioError> {
+    let mut out = Vec::new();
+    let mut last = 0u64;
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let v: u64 = line.parse().map_err(|_| {
+            ScenarioError::new(
+                file,
+                format!("line {}", n + 1),
+                format!("expected a non-negative integer millisecond timestamp, found {line:?}"),
+            )
+        })?;
+        if v < last {
+            return Err(ScenarioError::new(
+                file,
+                format!("line {}", n + 1),
+                format!("timestamps must not decrease ({v} after {last})"),
+            ));
+        }
+        last = v;
+        out.push(v);
+    }
+    if out.is_empty() {
+        return Err(ScenarioError::new(file, "", "trace has no delivery opportunities"));
+    }
+    if last == 0 {
+        return Err(ScenarioError::new(file, "", "trace must span at least 1 ms (last timestamp is 0)"));
+    }
+    Ok(out)
+}
+
+fn read_mahimahi(path: &Path, scenario: &str, key: &str) -> Result<Vec<u64>, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        ScenarioError::new(scenario, key, format!("cannot read trace {}: {e}", path.display()))
+    })?;
+    parse_mahimahi(&text, &path.display().to_string())
+}

@@ -1,0 +1,18 @@
+//! railpath-sim: a deterministic packet-level discrete-event simulator of TCP (and, in later
+//! modules, MPTCP) over the cellular carriers of a train.
+//!
+//! The core does no I/O and reads no clock: [`run`] takes a validated
+//! [`railpath_scenario::Scenario`] and returns [`results::RunResults`].
+
+pub mod engine;
+pub mod net;
+pub mod results;
+pub mod tcp;
+mod world;
+
+pub use railpath_core::{Rng, Time};
+pub use results::RunResults;
+pub use world::{run, run_with_progress, SimError};
+
+/// The version recorded in every summary.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,4 @@
+//! Packets and links.
+
+pub mod link;
+pub mod packet;

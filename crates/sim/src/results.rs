@@ -1,0 +1,129 @@
+//! What a run returns: the `summary.json` fields of `shared/spec/results.md` and the time series
+//! behind `timeseries.csv`. Plain data; writing files is the caller's business.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Summary {
+    pub railpath_version: String,
+    pub scenario: String,
+    pub seed: u64,
+    pub sim_duration_s: f64,
+    /// Wall-clock seconds; the engine has no clock, so the caller fills it in (0 until then).
+    pub wall_s: f64,
+    pub events: u64,
+    pub flows: Vec<FlowSummary>,
+    pub links: Vec<LinkSummary>,
+    pub handovers: Vec<Handover>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FlowSummary {
+    pub id: String,
+    pub kind: String,
+    pub cc: String,
+    pub scheduler: Option<String>,
+    pub mechanisms: Vec<String>,
+    /// Application bytes delivered in order x 8 / time the flow was active.
+    pub goodput_bps: f64,
+    pub delivered_bytes: u64,
+    pub sent_packets: u64,
+    pub retransmitted_packets: u64,
+    /// Retransmission timeouts that fired.
+    pub rto_count: u64,
+    /// Mean goodput over 1 s windows centred on each handover of a carrier the flow uses.
+    pub handover_goodput_bps: Option<f64>,
+    /// Finite flows: seconds from start to the last byte delivered; null for bulk or unfinished.
+    pub fct_s: Option<f64>,
+    /// Smoothed RTT at the end of the run (tcp) , ms.
+    pub srtt_ms: Option<f64>,
+    pub subflows: Option<Vec<SubflowSummary>>,
+    pub receive_buffer: Option<BufferStats>,
+    pub send_buffer: Option<BufferStats>,
+    pub reorder_delay_ms: Option<AvgMax>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SubflowSummary {
+    pub id: String,
+    pub link: String,
+    pub goodput_bps: f64,
+    pub sent_packets: u64,
+    pub retransmitted_packets: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct BufferStats {
+    pub max_packets: f64,
+    pub avg_packets: f64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct AvgMax {
+    pub avg: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LinkSummary {
+    pub id: String,
+    /// Packets that left the data-direction bottleneck.
+    pub forwarded_packets: u64,
+    /// Data-direction packets dropped: buffer overflow, random loss, outage (drop mode).
+    pub dropped_packets: u64,
+    pub random_losses: u64,
+    /// Mean and max data-direction queue, sampled every bin.
+    pub queue_bytes: AvgMax,
+    /// Queueing delay of data-direction packets (enqueue to start of service), ms.
+    pub queue_delay_ms: AvgMax,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Handover {
+    pub t_s: f64,
+    pub position_m: f64,
+    pub carrier: String,
+    pub from_cell: String,
+    pub to_cell: String,
+    pub interruption_ms: f64,
+}
+
+/// One time series: a value per bin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// Flow id, or link id for link metrics.
+    pub flow: String,
+    /// Subflow (link) id, or "" for a whole flow or link.
+    pub subflow: String,
+    pub metric: &'static str,
+    pub values: Vec<f64>,
+}
+
+/// Everything a run produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunResults {
+    pub summary: Summary,
+    /// Bin width of every series, seconds; bin k covers [k*bin_s, (k+1)*bin_s).
+    pub bin_s: f64,
+    pub series: Vec<Series>,
+}
+
+impl RunResults {
+    /// The long-format CSV of `results.md`: `t_s,flow,subflow,metric,value`, one row per bin
+    /// and series, `t_s` = end of the bin.
+    pub fn timeseries_csv(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::from("t_s,flow,subflow,metric,value\n");
+        for s in &self.series {
+            for (k, v) in s.values.iter().enumerate() {
+                let t = (k + 1) as f64 * self.bin_s;
+                let _ = writeln!(out, "{},{},{},{},{}", round9(t), s.flow, s.subflow, s.metric, v);
+            }
+        }
+        out
+    }
+}
+
+fn round9(x: f64) -> f64 {
+    (x * 1e9).round() / 1e9
+}

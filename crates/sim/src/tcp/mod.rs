@@ -1,0 +1,4 @@
+//! Single-path TCP: sender (loss recovery, RTT/RTO, pacing), receiver (SACK, delayed ACKs), and
+//! congestion control behind a trait.
+
+pub mod cc;
