@@ -1,0 +1,136 @@
+//! `railpath bench [--case SUBSTR] [--repeat N]`: time the simulator on embedded scenarios.
+//! Prints one JSON object per case and line: `{"case", "wall_s", "events", "events_per_s",
+//! "sim_s"}` (results.md, section CLI). Each scenario is parsed and validated once; `wall_s` is
+//! the best of N runs of `railpath_sim::run` alone, the least disturbed by other load.
+
+use crate::CliError;
+use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Only the cases whose name contains this text.
+    #[arg(long)]
+    pub case: Option<String>,
+    /// Runs per case; the best (shortest) wall time is reported.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+}
+
+/// One bulk flow over a 10 Mbit/s, 10 ms, 100-packet link for 60 s, with congestion control `cc`.
+fn single_bulk(cc: &str) -> String {
+    format!(
+        r#"
+[run]
+duration_s = 60
+seed = 1
+
+[[link]]
+id = "a"
+rate_mbps = 10
+delay_ms = 10
+buffer_packets = 100
+
+[[flow]]
+id = "dl"
+kind = "tcp"
+cc = "{cc}"
+paths = ["a"]
+"#
+    )
+}
+
+/// The benchmark cases: (name, scenario TOML).
+pub fn cases() -> Vec<(&'static str, String)> {
+    vec![
+        ("tcp-newreno-10mbps-10ms-100pkt-60s", single_bulk("newreno")),
+        ("tcp-cubic-10mbps-10ms-100pkt-60s", single_bulk("cubic")),
+        ("tcp-bbr-10mbps-10ms-100pkt-60s", single_bulk("bbr")),
+        // More cases (e.g. an MPTCP one): add a (name, TOML) pair here.
+    ]
+}
+
+pub fn main(args: Args) -> Result<(), CliError> {
+    let selected: Vec<_> = cases()
+        .into_iter()
+        .filter(|(name, _)| args.case.as_deref().is_none_or(|c| name.contains(c)))
+        .collect();
+    if selected.is_empty() {
+        let names: Vec<&str> = cases().iter().map(|(n, _)| *n).collect();
+        return Err(CliError::Input(format!(
+            "--case {:?} matches no benchmark case; cases: {}",
+            args.case.unwrap_or_default(),
+            names.join(", ")
+        )));
+    }
+    for (name, text) in selected {
+        let file = format!("bench case {name}");
+        let scenario = railpath_scenario::parse_str(&text, &file)?;
+        scenario.validate()?;
+        let mut best = f64::INFINITY;
+        let mut summary = None;
+        for _ in 0..args.repeat {
+            let t0 = Instant::now();
+            let r = railpath_sim::run(&scenario)?;
+            best = best.min(t0.elapsed().as_secs_f64());
+            summary = Some(r.summary);
+        }
+        let Some(s) = summary else { continue };
+        println!("{}", line(name, best, s.events, s.sim_duration_s));
+    }
+    Ok(())
+}
+
+/// The JSON line of one case.
+fn line(case: &str, wall_s: f64, events: u64, sim_s: f64) -> String {
+    let per_s = if wall_s > 0.0 {
+        events as f64 / wall_s
+    } else {
+        0.0
+    };
+    serde_json::json!({
+        "case": case,
+        "wall_s": wall_s,
+        "events": events,
+        "events_per_s": per_s,
+        "sim_s": sim_s,
+    })
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_case_is_a_valid_scenario() {
+        for (name, text) in cases() {
+            let s = railpath_scenario::parse_str(&text, name).unwrap_or_else(|e| panic!("{e}"));
+            s.validate().unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(s.run.duration_s, 60.0, "{name}");
+            assert_eq!(s.flows.len(), 1, "{name}");
+            assert!(
+                name.contains(&s.flows[0].cc),
+                "{name} runs {}",
+                s.flows[0].cc
+            );
+        }
+    }
+
+    #[test]
+    fn case_names_are_unique() {
+        let c = cases();
+        for (i, (a, _)) in c.iter().enumerate() {
+            assert!(c[..i].iter().all(|(b, _)| b != a), "duplicate case {a}");
+        }
+    }
+
+    #[test]
+    fn line_computes_rate() {
+        let v: serde_json::Value = serde_json::from_str(&line("x", 0.5, 1000, 60.0)).unwrap();
+        assert_eq!(v["case"], "x");
+        assert_eq!(v["events"], 1000);
+        assert_eq!(v["events_per_s"], 2000.0);
+        assert_eq!(v["sim_s"], 60.0);
+        assert_eq!(v["wall_s"], 0.5);
+    }
+}

@@ -1,0 +1,47 @@
+//! `railpath`: the command line of railpath (see `shared/spec/results.md`, section CLI).
+//!
+//! Each subcommand is one module file with a `clap::Args` struct named `Args` and a
+//! `pub fn main(args: Args) -> Result<(), CliError>`. Exit status: 0 success, 2 invalid input
+//! ([`CliError::Input`], and clap's own usage errors), 1 anything else.
+
+use clap::{Parser, Subcommand};
+
+mod bench;
+mod error;
+mod run;
+// ADD A SUBCOMMAND: (1) `mod <name>;` here,
+
+pub use error::CliError;
+
+#[derive(Parser)]
+#[command(
+    name = "railpath",
+    version,
+    about = "Handover-aware multipath connectivity for trains"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run one scenario; write DIR/summary.json and DIR/timeseries.csv.
+    Run(run::Args),
+    /// Time the simulator on embedded benchmark cases; one JSON object per line.
+    Bench(bench::Args),
+    // ADD A SUBCOMMAND: (2) a variant here, with a `///` line for --help,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(a) => run::main(a),
+        Command::Bench(a) => bench::main(a),
+        // ADD A SUBCOMMAND: (3) and its match arm here.
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        std::process::exit(e.exit_code());
+    }
+}

@@ -1,0 +1,206 @@
+//! `railpath run SCENARIO.toml [--seed N] [--out DIR] [--set key.path=value ...]`: load and
+//! validate a scenario, simulate it, write `DIR/summary.json` and `DIR/timeseries.csv`
+//! (formats in `shared/spec/results.md`) and print a per-flow table.
+
+use crate::CliError;
+use indicatif::{ProgressBar, ProgressStyle};
+use railpath_sim::results::Summary;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Scenario file (TOML).
+    pub scenario: PathBuf,
+    /// Seed of every random draw (same as --set run.seed=N).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Output directory [default: out/<scenario file stem>].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Override a scenario key, e.g. --set link.a.rate_mbps=5 --set flow[0].cc=cubic.
+    #[arg(long = "set", value_name = "KEY.PATH=VALUE")]
+    pub set: Vec<String>,
+}
+
+/// The progress bar appears only once a run has taken this much wall time.
+const PROGRESS_AFTER: Duration = Duration::from_secs(1);
+
+pub fn main(args: Args) -> Result<(), CliError> {
+    let overrides = overrides(&args);
+    let scenario = railpath_scenario::load(&args.scenario, &overrides)?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out(&args.scenario));
+
+    let start = Instant::now();
+    let mut bar: Option<ProgressBar> = None;
+    let mut progress = |fraction: f64| {
+        if bar.is_none() && start.elapsed() >= PROGRESS_AFTER {
+            let b = ProgressBar::new(1000);
+            if let Ok(style) = ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {percent}% eta {eta}",
+            ) {
+                b.set_style(style);
+            }
+            bar = Some(b);
+        }
+        if let Some(b) = &bar {
+            b.set_position((fraction.clamp(0.0, 1.0) * 1000.0) as u64);
+        }
+    };
+    let result = railpath_sim::run_with_progress(&scenario, &mut progress);
+    let wall = start.elapsed();
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let mut results = result?;
+    results.summary.wall_s = wall.as_secs_f64();
+
+    write_outputs(&out, &results)?;
+    print!("{}", flow_table(&results.summary));
+    println!(
+        "{} events in {:.3} s wall; results in {}",
+        results.summary.events,
+        results.summary.wall_s,
+        out.display()
+    );
+    Ok(())
+}
+
+/// `--seed N` is `run.seed=N`, applied after the `--set` overrides so that it wins.
+fn overrides(args: &Args) -> Vec<String> {
+    let mut o = args.set.clone();
+    if let Some(seed) = args.seed {
+        o.push(format!("run.seed={seed}"));
+    }
+    o
+}
+
+/// `out/<scenario file stem>`.
+pub fn default_out(scenario: &Path) -> PathBuf {
+    let stem = scenario
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".to_string());
+    Path::new("out").join(stem)
+}
+
+fn write_outputs(out: &Path, results: &railpath_sim::RunResults) -> Result<(), CliError> {
+    let io = |what: &str, p: &Path, e: std::io::Error| {
+        CliError::Failed(format!("cannot {what} {}: {e}", p.display()))
+    };
+    std::fs::create_dir_all(out).map_err(|e| io("create directory", out, e))?;
+    let mut json = serde_json::to_string_pretty(&results.summary)
+        .map_err(|e| CliError::Failed(format!("cannot serialise the summary: {e}")))?;
+    json.push('\n');
+    let p = out.join("summary.json");
+    std::fs::write(&p, json).map_err(|e| io("write", &p, e))?;
+    let p = out.join("timeseries.csv");
+    std::fs::write(&p, results.timeseries_csv()).map_err(|e| io("write", &p, e))?;
+    Ok(())
+}
+
+/// One line per flow: id, kind, cc, goodput in Mbit/s, retransmitted packets, completion time.
+pub fn flow_table(s: &Summary) -> String {
+    let id_w = s.flows.iter().map(|f| f.id.len()).max().unwrap_or(0).max(4);
+    let cc_w = s.flows.iter().map(|f| f.cc.len()).max().unwrap_or(0).max(2);
+    let mut t = format!(
+        "{:<id_w$}  {:<5}  {:<cc_w$}  {:>14}  {:>13}  {:>8}\n",
+        "flow", "kind", "cc", "goodput_Mbit/s", "retransmitted", "fct_s"
+    );
+    for f in &s.flows {
+        let fct = match f.fct_s {
+            Some(x) => format!("{x:.3}"),
+            None => "-".to_string(),
+        };
+        t.push_str(&format!(
+            "{:<id_w$}  {:<5}  {:<cc_w$}  {:>14.3}  {:>13}  {:>8}\n",
+            f.id,
+            f.kind,
+            f.cc,
+            f.goodput_bps / 1e6,
+            f.retransmitted_packets,
+            fct
+        ));
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use railpath_sim::results::FlowSummary;
+
+    fn flow(id: &str, goodput_bps: f64, fct_s: Option<f64>) -> FlowSummary {
+        FlowSummary {
+            id: id.into(),
+            kind: "tcp".into(),
+            cc: "cubic".into(),
+            scheduler: None,
+            mechanisms: vec![],
+            goodput_bps,
+            delivered_bytes: 0,
+            sent_packets: 0,
+            retransmitted_packets: 7,
+            rto_count: 0,
+            handover_goodput_bps: None,
+            fct_s,
+            srtt_ms: None,
+            subflows: None,
+            receive_buffer: None,
+            send_buffer: None,
+            reorder_delay_ms: None,
+        }
+    }
+
+    #[test]
+    fn default_out_is_out_slash_stem() {
+        assert_eq!(
+            default_out(Path::new("scenarios/tcp-outage.toml")),
+            Path::new("out/tcp-outage")
+        );
+        assert_eq!(default_out(Path::new("x")), Path::new("out/x"));
+    }
+
+    #[test]
+    fn seed_flag_becomes_last_override() {
+        let a = Args {
+            scenario: "s.toml".into(),
+            seed: Some(9),
+            out: None,
+            set: vec!["run.seed=3".into(), "link.a.loss=0.1".into()],
+        };
+        assert_eq!(
+            overrides(&a),
+            vec!["run.seed=3", "link.a.loss=0.1", "run.seed=9"]
+        );
+    }
+
+    #[test]
+    fn table_shows_mbits_and_dash_for_bulk() {
+        let s = Summary {
+            railpath_version: "0".into(),
+            scenario: "s".into(),
+            seed: 1,
+            sim_duration_s: 1.0,
+            wall_s: 0.0,
+            events: 0,
+            flows: vec![
+                flow("dl", 9_500_000.0, None),
+                flow("web", 1_000_000.0, Some(2.5)),
+            ],
+            links: vec![],
+            handovers: vec![],
+        };
+        let t = flow_table(&s);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("flow"));
+        let dl: Vec<&str> = lines[1].split_whitespace().collect();
+        assert_eq!(dl, ["dl", "tcp", "cubic", "9.500", "7", "-"]);
+        let web: Vec<&str> = lines[2].split_whitespace().collect();
+        assert_eq!(web, ["web", "tcp", "cubic", "1.000", "7", "2.500"]);
+    }
+}
