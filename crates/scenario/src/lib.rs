@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+mod locate;
 mod overrides;
 mod validate;
 
@@ -24,7 +25,11 @@ pub struct ScenarioError {
 
 impl ScenarioError {
     pub fn new(file: &str, key: impl Into<String>, message: impl Into<String>) -> Self {
-        ScenarioError { file: file.to_string(), key: key.into(), message: message.into() }
+        ScenarioError {
+            file: file.to_string(),
+            key: key.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -298,39 +303,66 @@ impl Scenario {
 }
 
 /// Parse scenario text; `file` is used in error messages. Does not validate ranges.
+///
+/// Errors carry the key path rebuilt from the text (`link[1].rat_mbps`) and the line and column.
 pub fn parse_str(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
-    let value: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| ScenarioError::new(file, "", toml_message(&e)))?;
-    from_table(value, file)
-}
-
-/// Deserialize an already parsed (and possibly overridden) TOML table.
-pub fn from_table(table: toml::Table, file: &str) -> Result<Scenario, ScenarioError> {
-    let mut s: Scenario = Scenario::deserialize(table)
-        .map_err(|e: toml::de::Error| ScenarioError::new(file, "", toml_message(&e)))?;
+    let mut s: Scenario = toml::from_str(text).map_err(|e| located(&e, text, file))?;
     s.source = file.to_string();
     Ok(s)
 }
 
-fn toml_message(e: &toml::de::Error) -> String {
-    e.message().trim().to_string()
+/// Deserialize an already parsed (and possibly overridden) TOML table. A table has no text, so
+/// errors name no line; prefer [`parse_str`] for text.
+pub fn from_table(table: toml::Table, file: &str) -> Result<Scenario, ScenarioError> {
+    let mut s: Scenario = Scenario::deserialize(table)
+        .map_err(|e: toml::de::Error| ScenarioError::new(file, "", e.message().trim()))?;
+    s.source = file.to_string();
+    Ok(s)
 }
 
-/// Read, override, parse, validate a scenario file and load the traces it names.
+/// A toml error as a [`ScenarioError`]: key path from the span, message prefixed with the line.
+fn located(e: &toml::de::Error, text: &str, file: &str) -> ScenarioError {
+    let message = e.message().trim();
+    let missing = message
+        .strip_prefix("missing field `")
+        .and_then(|r| r.split('`').next());
+    match e.span() {
+        Some(span) => {
+            let l = locate::locate(text, span, missing);
+            ScenarioError::new(
+                file,
+                l.key,
+                format!("line {}, column {}: {message}", l.line, l.column),
+            )
+        }
+        None => ScenarioError::new(file, missing.unwrap_or(""), message),
+    }
+}
+
+/// Read, override, parse and validate a scenario file and load the traces it names.
+///
+/// `overrides` are `key.path=value` strings (see [`apply_override`]), applied in order; an
+/// override that makes the scenario malformed is reported under the key `--set <override>`.
 pub fn load(path: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError> {
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|e| ScenarioError::new(&file, "", format!("cannot read scenario file: {e}")))?;
-    let mut table: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| ScenarioError::new(&file, "", toml_message(&e)))?;
-    for o in overrides {
-        apply_override(&mut table, o).map_err(|m| ScenarioError::new(&file, "--set", m))?;
+    // The text first, so that its errors name lines; then each override on the table.
+    let mut s = parse_str(&text, &file)?;
+    if !overrides.is_empty() {
+        let mut table: toml::Table = text.parse().map_err(|e| located(&e, &text, &file))?;
+        for o in overrides {
+            let key = format!("--set {o}");
+            apply_override(&mut table, o).map_err(|m| ScenarioError::new(&file, &key, m))?;
+            s = from_table(table.clone(), &file)
+                .map_err(|e| ScenarioError::new(&file, &key, e.message))?;
+        }
     }
-    let mut s = from_table(table, &file)?;
     s.validate()?;
-    let base = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    let base = path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
     s.load_traces(&base)?;
     Ok(s)
 }
@@ -341,7 +373,11 @@ impl Scenario {
         let file = self.source.clone();
         for (i, l) in self.links.iter_mut().enumerate() {
             if let Some(t) = &l.trace {
-                l.trace_ms = Some(read_mahimahi(&base.join(t), &file, &format!("link[{i}].trace"))?);
+                l.trace_ms = Some(read_mahimahi(
+                    &base.join(t),
+                    &file,
+                    &format!("link[{i}].trace"),
+                )?);
             }
             if let Some(t) = &l.reverse_trace {
                 l.reverse_trace_ms = Some(read_mahimahi(
@@ -384,17 +420,35 @@ pub fn parse_mahimahi(text: &str, file: &str) -> Result<Vec<u64>, ScenarioError>
         out.push(v);
     }
     if out.is_empty() {
-        return Err(ScenarioError::new(file, "", "trace has no delivery opportunities"));
+        return Err(ScenarioError::new(
+            file,
+            "",
+            "trace has no delivery opportunities",
+        ));
     }
     if last == 0 {
-        return Err(ScenarioError::new(file, "", "trace must span at least 1 ms (last timestamp is 0)"));
+        return Err(ScenarioError::new(
+            file,
+            "",
+            "trace must span at least 1 ms (last timestamp is 0)",
+        ));
     }
     Ok(out)
 }
 
+/// Read a trace named by `key` of the scenario file `scenario`; every error names the scenario
+/// file and key, then the trace file and its line.
 fn read_mahimahi(path: &Path, scenario: &str, key: &str) -> Result<Vec<u64>, ScenarioError> {
+    let shown = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| {
-        ScenarioError::new(scenario, key, format!("cannot read trace {}: {e}", path.display()))
+        ScenarioError::new(scenario, key, format!("cannot read trace {shown}: {e}"))
     })?;
-    parse_mahimahi(&text, &path.display().to_string())
+    parse_mahimahi(&text, &shown).map_err(|e| {
+        let at = if e.key.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", e.key)
+        };
+        ScenarioError::new(scenario, key, format!("trace {shown}{at}: {}", e.message))
+    })
 }

@@ -56,7 +56,10 @@ impl Scenario {
         }
         c.positive("run.bin_ms", self.run.bin_ms)?;
         if self.run.bin_ms < 1.0 {
-            return Err(c.err("run.bin_ms", format!("expected >= 1 ms, found {}", self.run.bin_ms)));
+            return Err(c.err(
+                "run.bin_ms",
+                format!("expected >= 1 ms, found {}", self.run.bin_ms),
+            ));
         }
         self.validate_tcp(&c, "tcp", &self.tcp)?;
         if self.links.is_empty() {
@@ -77,20 +80,29 @@ impl Scenario {
                     return Err(c.err(k("rate_mbps"), "give either rate_mbps or trace, not both"))
                 }
                 (None, None) => {
-                    return Err(c.err(k("rate_mbps"), "required (a rate in Mbit/s > 0) unless trace is given"))
+                    return Err(c.err(
+                        k("rate_mbps"),
+                        "required (a rate in Mbit/s > 0) unless trace is given",
+                    ))
                 }
             }
             c.non_negative(&k("delay_ms"), l.delay_ms)?;
             c.probability(&k("loss"), l.loss)?;
             if l.buffer_packets.is_some() && l.buffer_bytes.is_some() {
-                return Err(c.err(k("buffer_packets"), "give either buffer_packets or buffer_bytes, not both"));
+                return Err(c.err(
+                    k("buffer_packets"),
+                    "give either buffer_packets or buffer_bytes, not both",
+                ));
             }
             if l.buffer_packets == Some(0) {
                 return Err(c.err(k("buffer_packets"), "expected at least 1 packet"));
             }
             if let Some(b) = l.buffer_bytes {
                 if b < 1500 {
-                    return Err(c.err(k("buffer_bytes"), format!("expected at least 1500 bytes (one packet), found {b}")));
+                    return Err(c.err(
+                        k("buffer_bytes"),
+                        format!("expected at least 1500 bytes (one packet), found {b}"),
+                    ));
                 }
             }
             for (j, o) in l.outages.iter().enumerate() {
@@ -107,7 +119,10 @@ impl Scenario {
                 last_t = s.t_s;
                 if let Some(r) = s.rate_mbps {
                     if l.trace.is_some() {
-                        return Err(c.err(sk("rate_mbps"), "a trace-driven link has no rate to schedule"));
+                        return Err(c.err(
+                            sk("rate_mbps"),
+                            "a trace-driven link has no rate to schedule",
+                        ));
                     }
                     c.positive(&sk("rate_mbps"), r)?;
                 }
@@ -118,7 +133,10 @@ impl Scenario {
                     c.probability(&sk("loss"), p)?;
                 }
                 if s.rate_mbps.is_none() && s.delay_ms.is_none() && s.loss.is_none() {
-                    return Err(c.err(sk("t_s"), "a schedule step must change rate_mbps, delay_ms or loss"));
+                    return Err(c.err(
+                        sk("t_s"),
+                        "a schedule step must change rate_mbps, delay_ms or loss",
+                    ));
                 }
             }
             if let Some(r) = l.reverse_rate_mbps {
@@ -132,7 +150,10 @@ impl Scenario {
                 return Err(c.err(k("reverse_buffer_packets"), "expected at least 1 packet"));
             }
             if l.reverse_rate_mbps.is_some() && l.reverse_trace.is_some() {
-                return Err(c.err(k("reverse_rate_mbps"), "give either reverse_rate_mbps or reverse_trace, not both"));
+                return Err(c.err(
+                    k("reverse_rate_mbps"),
+                    "give either reverse_rate_mbps or reverse_trace, not both",
+                ));
             }
         }
         if self.flows.is_empty() {
@@ -155,7 +176,10 @@ impl Scenario {
                         ));
                     }
                     if f.paths.len() != 1 {
-                        return Err(c.err(k("paths"), format!("a tcp flow takes exactly one link, found {}", f.paths.len())));
+                        return Err(c.err(
+                            k("paths"),
+                            format!("a tcp flow takes exactly one link, found {}", f.paths.len()),
+                        ));
                     }
                 }
                 FlowKind::Mptcp => {
@@ -173,7 +197,13 @@ impl Scenario {
             }
             c.non_negative(&k("start_s"), f.start_s)?;
             if f.start_s >= self.run.duration_s {
-                return Err(c.err(k("start_s"), format!("expected a start before the end of the run ({} s)", self.run.duration_s)));
+                return Err(c.err(
+                    k("start_s"),
+                    format!(
+                        "expected a start before the end of the run ({} s)",
+                        self.run.duration_s
+                    ),
+                ));
             }
             if let Some(t) = &f.tcp {
                 self.validate_tcp(&c, &k("tcp"), t)?;
@@ -182,21 +212,35 @@ impl Scenario {
         Ok(())
     }
 
-    fn validate_tcp(&self, c: &Check, prefix: &str, t: &crate::TcpOptions) -> Result<(), ScenarioError> {
+    fn validate_tcp(
+        &self,
+        c: &Check,
+        prefix: &str,
+        t: &crate::TcpOptions,
+    ) -> Result<(), ScenarioError> {
         let k = |f: &str| format!("{prefix}.{f}");
         if let Some(m) = t.mss_bytes {
             if !(500..=9000).contains(&m) {
-                return Err(c.err(k("mss_bytes"), format!("expected 500..=9000 bytes, found {m}")));
+                return Err(c.err(
+                    k("mss_bytes"),
+                    format!("expected 500..=9000 bytes, found {m}"),
+                ));
             }
         }
         if let Some(h) = t.header_bytes {
             if h > 200 {
-                return Err(c.err(k("header_bytes"), format!("expected 0..=200 bytes, found {h}")));
+                return Err(c.err(
+                    k("header_bytes"),
+                    format!("expected 0..=200 bytes, found {h}"),
+                ));
             }
         }
         if let Some(w) = t.initial_window {
             if !(1..=1000).contains(&w) {
-                return Err(c.err(k("initial_window"), format!("expected 1..=1000 segments, found {w}")));
+                return Err(c.err(
+                    k("initial_window"),
+                    format!("expected 1..=1000 segments, found {w}"),
+                ));
             }
         }
         for (name, v) in [
@@ -216,7 +260,10 @@ impl Scenario {
         }
         if let Some(w) = t.receive_window_bytes {
             if w < 2 * 9000 {
-                return Err(c.err(k("receive_window_bytes"), format!("expected at least 18000 bytes, found {w}")));
+                return Err(c.err(
+                    k("receive_window_bytes"),
+                    format!("expected at least 18000 bytes, found {w}"),
+                ));
             }
         }
         Ok(())
