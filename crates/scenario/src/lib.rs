@@ -452,3 +452,163 @@ fn read_mahimahi(path: &Path, scenario: &str, key: &str) -> Result<Vec<u64>, Sce
         ScenarioError::new(scenario, key, format!("trace {shown}{at}: {}", e.message))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "[run]\nduration_s = 10\n\n[[link]]\nid = \"a\"\nrate_mbps = 10\n\n\
+        [[flow]]\nid = \"dl\"\nkind = \"tcp\"\ncc = \"newreno\"\npaths = [\"a\"]\n";
+
+    fn parse_err(from: &str, to: &str) -> ScenarioError {
+        parse_str(&BASE.replacen(from, to, 1), "s.toml").unwrap_err()
+    }
+
+    #[test]
+    fn serde_errors_name_key_and_line() {
+        let e = parse_err("rate_mbps", "rat_mbps");
+        assert_eq!(e.key, "link[0].rat_mbps");
+        assert!(
+            e.message
+                .starts_with("line 6, column 1: unknown field `rat_mbps`"),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.to_string()
+                .starts_with("s.toml: link[0].rat_mbps: line 6"),
+            "{e}"
+        );
+
+        let e = parse_err("\"tcp\"", "\"udp\"");
+        assert_eq!(e.key, "flow[0].kind");
+        assert!(
+            e.message
+                .contains("line 10, column 8: unknown variant `udp`"),
+            "{}",
+            e.message
+        );
+
+        let e = parse_err("[run]\nduration_s = 10\n", "");
+        assert_eq!(e.key, "run");
+        assert!(e.message.contains("missing field `run`"));
+
+        let e = parse_err("duration_s = 10\n", "");
+        assert_eq!(e.key, "run.duration_s");
+
+        let e = parse_err("rate_mbps = 10", "rate_mbps = 10 10");
+        assert_eq!(e.key, "link[0].rate_mbps");
+        assert!(
+            e.message.starts_with("line 6, column 13: "),
+            "{}",
+            e.message
+        );
+
+        let e = parse_err("id = \"a\"", "id = \"a\"\nbuffer_packets = -3");
+        assert_eq!(e.key, "link[0].buffer_packets");
+        assert!(e.message.contains("expected u32"), "{}", e.message);
+    }
+
+    /// A scratch directory unique to this test process and test.
+    fn scratch(name: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("railpath-scenario-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn load_applies_overrides_in_order_and_names_the_bad_one() {
+        let d = scratch("overrides");
+        let p = d.join("s.toml");
+        std::fs::write(&p, BASE).unwrap();
+        let o = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let s = load(
+            &p,
+            &o(&[
+                "run.seed=3",
+                "link.a.rate_mbps=5",
+                "flow.dl.cc=cubic",
+                "run.seed=4",
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.run.seed, 4);
+        assert_eq!(s.links[0].rate_mbps, Some(5.0));
+        assert_eq!(s.flows[0].cc, "cubic");
+        assert_eq!(s.source, p.display().to_string());
+
+        let e = load(&p, &o(&["run.seed=2", "link.b.rate_mbps=5"])).unwrap_err();
+        assert_eq!(e.key, "--set link.b.rate_mbps=5");
+        assert!(
+            e.message.contains("no entry with id \"b\""),
+            "{}",
+            e.message
+        );
+        let e = load(&p, &o(&["link.a.rat_mbps=5"])).unwrap_err();
+        assert_eq!(e.key, "--set link.a.rat_mbps=5");
+        assert!(
+            e.message.contains("unknown field `rat_mbps`"),
+            "{}",
+            e.message
+        );
+        let e = load(&p, &o(&["link.a.loss=1"])).unwrap_err();
+        assert_eq!(e.key, "link[0].loss");
+        let e = load(&d.join("none.toml"), &[]).unwrap_err();
+        assert!(e.message.contains("cannot read scenario file"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn traces_load_relative_to_the_scenario_and_errors_name_the_key() {
+        let d = scratch("traces");
+        let p = d.join("s.toml");
+        std::fs::write(
+            &p,
+            BASE.replacen("rate_mbps = 10", "trace = \"t.trace\"", 1),
+        )
+        .unwrap();
+        let e = load(&p, &[]).unwrap_err();
+        assert_eq!(e.key, "link[0].trace");
+        assert!(e.message.contains("cannot read trace"), "{}", e.message);
+        std::fs::write(d.join("t.trace"), "1\n1\n\n5\n").unwrap();
+        assert_eq!(
+            load(&p, &[]).unwrap().links[0].trace_ms,
+            Some(vec![1, 1, 5])
+        );
+        std::fs::write(d.join("t.trace"), "1\n2\nx3\n").unwrap();
+        let e = load(&p, &[]).unwrap_err();
+        assert_eq!(e.key, "link[0].trace");
+        assert!(
+            e.message
+                .contains("t.trace line 3: expected a non-negative integer"),
+            "{}",
+            e.message
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn mahimahi_rules() {
+        assert_eq!(parse_mahimahi("0\n0\n3\n", "t").unwrap(), vec![0, 0, 3]);
+        assert_eq!(parse_mahimahi("5\n3\n", "t").unwrap_err().key, "line 2");
+        assert!(parse_mahimahi("\n\n", "t")
+            .unwrap_err()
+            .message
+            .contains("no delivery"));
+        assert!(parse_mahimahi("0\n", "t")
+            .unwrap_err()
+            .message
+            .contains("at least 1 ms"));
+        assert_eq!(parse_mahimahi("-1\n", "t").unwrap_err().key, "line 1");
+    }
+
+    #[test]
+    fn tcp_layering() {
+        let text = BASE.replacen("[run]", "[tcp]\nsack = false\nmss_bytes = 1000\n\n[run]", 1)
+            + "tcp = { mss_bytes = 1200 }\n";
+        let s = parse_str(&text, "s").unwrap();
+        let c = s.tcp_config(0);
+        assert_eq!((c.mss_bytes, c.sack, c.initial_window), (1200, false, 10));
+    }
+}

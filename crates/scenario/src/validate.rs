@@ -1,9 +1,31 @@
-//! Range and cross-reference checks. Each error names the key path and the allowed range.
+//! Range and cross-reference checks of a parsed scenario. Each error names the file, the key
+//! path (`link[1].loss`, `flow[0].paths[0]`, `flow[0].tcp.min_rto_ms`) and the allowed range;
+//! the first problem found is returned. The ranges are documented in docs/user-guide.md.
+//!
+//! Ranges are physical or implementation limits: a loss probability of 1 would stall every flow
+//! forever, ids are restricted so that they can be written unquoted in `--set link.<id>.x=...`
+//! paths and in `timeseries.csv`, and TCP limits follow Linux (RFC 7323 section 2.3: a window of
+//! at most 2^30 bytes; RFC 6298 section 2: an RTO is positive and may be capped).
 
-use crate::{FlowKind, Scenario, ScenarioError};
+use crate::{FlowKind, Link, Scenario, ScenarioError, TcpConfig, TcpOptions};
 
 /// Congestion controls a `tcp` flow accepts.
 pub const TCP_CCS: &[&str] = &["newreno", "cubic", "bbr"];
+
+/// Longest run, simulated seconds (about 11.6 days).
+pub const MAX_DURATION_S: f64 = 1e6;
+/// Fastest link, Mbit/s (100 Gbit/s).
+pub const MAX_RATE_MBPS: f64 = 1e5;
+/// Longest one-way delay, ms.
+pub const MAX_DELAY_MS: f64 = 10_000.0;
+/// Largest buffer, packets.
+pub const MAX_BUFFER_PACKETS: u32 = 1_000_000;
+/// Largest buffer, bytes (1 GB).
+pub const MAX_BUFFER_BYTES: u64 = 1_000_000_000;
+/// Longest single outage, ms (one hour).
+pub const MAX_OUTAGE_MS: f64 = 3_600_000.0;
+/// Longest id of a link or flow, characters.
+pub const MAX_ID_LEN: usize = 64;
 
 struct Check<'a> {
     file: &'a str,
@@ -13,35 +35,79 @@ impl Check<'_> {
     fn err(&self, key: impl Into<String>, msg: impl Into<String>) -> ScenarioError {
         ScenarioError::new(self.file, key, msg)
     }
-    fn finite(&self, key: &str, v: f64) -> Result<(), ScenarioError> {
-        if v.is_finite() {
-            Ok(())
-        } else {
-            Err(self.err(key, format!("expected a finite number, found {v}")))
+
+    /// `lo <= v <= hi` (`lo < v` when `open_lo`), finite.
+    fn range(
+        &self,
+        key: &str,
+        v: f64,
+        lo: f64,
+        open_lo: bool,
+        hi: f64,
+        unit: &str,
+    ) -> Result<(), ScenarioError> {
+        let ok = v.is_finite() && if open_lo { v > lo } else { v >= lo } && v <= hi;
+        if ok {
+            return Ok(());
         }
-    }
-    fn positive(&self, key: &str, v: f64) -> Result<(), ScenarioError> {
-        self.finite(key, v)?;
-        if v > 0.0 {
-            Ok(())
+        let left = if open_lo {
+            format!("> {lo}")
         } else {
-            Err(self.err(key, format!("expected a number > 0, found {v}")))
-        }
-    }
-    fn non_negative(&self, key: &str, v: f64) -> Result<(), ScenarioError> {
-        self.finite(key, v)?;
-        if v >= 0.0 {
-            Ok(())
+            format!(">= {lo}")
+        };
+        let unit = if unit.is_empty() {
+            String::new()
         } else {
-            Err(self.err(key, format!("expected a number >= 0, found {v}")))
-        }
+            format!(" {unit}")
+        };
+        Err(self.err(
+            key,
+            format!("expected a number {left} and <= {hi}{unit}, found {v}"),
+        ))
     }
+
     fn probability(&self, key: &str, v: f64) -> Result<(), ScenarioError> {
-        self.finite(key, v)?;
-        if (0.0..1.0).contains(&v) {
+        if v.is_finite() && (0.0..1.0).contains(&v) {
             Ok(())
         } else {
-            Err(self.err(key, format!("expected a probability in [0, 1), found {v}")))
+            Err(self.err(
+                key,
+                format!("expected a probability >= 0 and < 1, found {v}"),
+            ))
+        }
+    }
+
+    fn int_range<T: PartialOrd + std::fmt::Display>(
+        &self,
+        key: &str,
+        v: T,
+        lo: T,
+        hi: T,
+        unit: &str,
+    ) -> Result<(), ScenarioError> {
+        if v >= lo && v <= hi {
+            Ok(())
+        } else {
+            Err(self.err(
+                key,
+                format!("expected an integer from {lo} to {hi} {unit}, found {v}"),
+            ))
+        }
+    }
+
+    fn id(&self, key: &str, id: &str) -> Result<(), ScenarioError> {
+        let ok = !id.is_empty()
+            && id.len() <= MAX_ID_LEN
+            && id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if ok {
+            Ok(())
+        } else {
+            Err(self.err(
+                key,
+                format!("expected 1 to {MAX_ID_LEN} letters, digits, '_' or '-', found {id:?}"),
+            ))
         }
     }
 }
@@ -50,129 +116,59 @@ impl Scenario {
     /// Check ranges and references; the first problem found is returned.
     pub fn validate(&self) -> Result<(), ScenarioError> {
         let c = Check { file: &self.source };
-        c.positive("run.duration_s", self.run.duration_s)?;
-        if self.run.duration_s > 1e6 {
-            return Err(c.err("run.duration_s", "expected at most 1000000 s"));
-        }
-        c.positive("run.bin_ms", self.run.bin_ms)?;
-        if self.run.bin_ms < 1.0 {
+        c.range(
+            "run.duration_s",
+            self.run.duration_s,
+            0.0,
+            true,
+            MAX_DURATION_S,
+            "s",
+        )?;
+        let max_bin = self.run.duration_s * 1000.0;
+        if !(self.run.bin_ms.is_finite() && self.run.bin_ms >= 1.0 && self.run.bin_ms <= max_bin) {
             return Err(c.err(
                 "run.bin_ms",
-                format!("expected >= 1 ms, found {}", self.run.bin_ms),
+                format!(
+                    "expected a number >= 1 and <= run.duration_s x 1000 = {max_bin} ms, found {}",
+                    self.run.bin_ms
+                ),
             ));
         }
-        self.validate_tcp(&c, "tcp", &self.tcp)?;
+        validate_tcp(&c, "tcp", &self.tcp)?;
         if self.links.is_empty() {
-            return Err(c.err("link", "at least one [[link]] is required"));
+            return Err(c.err("link", "at least one [[link]] table is required"));
         }
         for (i, l) in self.links.iter().enumerate() {
-            let k = |f: &str| format!("link[{i}].{f}");
-            if l.id.is_empty() {
-                return Err(c.err(k("id"), "expected a non-empty id"));
-            }
-            if self.links[..i].iter().any(|o| o.id == l.id) {
-                return Err(c.err(k("id"), format!("duplicate link id {:?}", l.id)));
-            }
-            match (l.rate_mbps, &l.trace) {
-                (Some(r), None) => c.positive(&k("rate_mbps"), r)?,
-                (None, Some(_)) => {}
-                (Some(_), Some(_)) => {
-                    return Err(c.err(k("rate_mbps"), "give either rate_mbps or trace, not both"))
-                }
-                (None, None) => {
-                    return Err(c.err(
-                        k("rate_mbps"),
-                        "required (a rate in Mbit/s > 0) unless trace is given",
-                    ))
-                }
-            }
-            c.non_negative(&k("delay_ms"), l.delay_ms)?;
-            c.probability(&k("loss"), l.loss)?;
-            if l.buffer_packets.is_some() && l.buffer_bytes.is_some() {
+            validate_link(&c, i, l)?;
+            if let Some(j) = self.links[..i].iter().position(|o| o.id == l.id) {
                 return Err(c.err(
-                    k("buffer_packets"),
-                    "give either buffer_packets or buffer_bytes, not both",
-                ));
-            }
-            if l.buffer_packets == Some(0) {
-                return Err(c.err(k("buffer_packets"), "expected at least 1 packet"));
-            }
-            if let Some(b) = l.buffer_bytes {
-                if b < 1500 {
-                    return Err(c.err(
-                        k("buffer_bytes"),
-                        format!("expected at least 1500 bytes (one packet), found {b}"),
-                    ));
-                }
-            }
-            for (j, o) in l.outages.iter().enumerate() {
-                c.non_negative(&k(&format!("outages[{j}].start_s")), o.start_s)?;
-                c.positive(&k(&format!("outages[{j}].duration_ms")), o.duration_ms)?;
-            }
-            let mut last_t = f64::NEG_INFINITY;
-            for (j, s) in l.schedule.iter().enumerate() {
-                let sk = |f: &str| k(&format!("schedule[{j}].{f}"));
-                c.non_negative(&sk("t_s"), s.t_s)?;
-                if s.t_s < last_t {
-                    return Err(c.err(sk("t_s"), "schedule steps must be in time order"));
-                }
-                last_t = s.t_s;
-                if let Some(r) = s.rate_mbps {
-                    if l.trace.is_some() {
-                        return Err(c.err(
-                            sk("rate_mbps"),
-                            "a trace-driven link has no rate to schedule",
-                        ));
-                    }
-                    c.positive(&sk("rate_mbps"), r)?;
-                }
-                if let Some(d) = s.delay_ms {
-                    c.non_negative(&sk("delay_ms"), d)?;
-                }
-                if let Some(p) = s.loss {
-                    c.probability(&sk("loss"), p)?;
-                }
-                if s.rate_mbps.is_none() && s.delay_ms.is_none() && s.loss.is_none() {
-                    return Err(c.err(
-                        sk("t_s"),
-                        "a schedule step must change rate_mbps, delay_ms or loss",
-                    ));
-                }
-            }
-            if let Some(r) = l.reverse_rate_mbps {
-                c.positive(&k("reverse_rate_mbps"), r)?;
-            }
-            if let Some(d) = l.reverse_delay_ms {
-                c.non_negative(&k("reverse_delay_ms"), d)?;
-            }
-            c.probability(&k("reverse_loss"), l.reverse_loss)?;
-            if l.reverse_buffer_packets == Some(0) {
-                return Err(c.err(k("reverse_buffer_packets"), "expected at least 1 packet"));
-            }
-            if l.reverse_rate_mbps.is_some() && l.reverse_trace.is_some() {
-                return Err(c.err(
-                    k("reverse_rate_mbps"),
-                    "give either reverse_rate_mbps or reverse_trace, not both",
+                    format!("link[{i}].id"),
+                    format!("duplicate link id {:?} (also link[{j}])", l.id),
                 ));
             }
         }
         if self.flows.is_empty() {
-            return Err(c.err("flow", "at least one [[flow]] is required"));
+            return Err(c.err("flow", "at least one [[flow]] table is required"));
         }
         for (i, f) in self.flows.iter().enumerate() {
             let k = |x: &str| format!("flow[{i}].{x}");
-            if f.id.is_empty() {
-                return Err(c.err(k("id"), "expected a non-empty id"));
-            }
-            if self.flows[..i].iter().any(|o| o.id == f.id) {
-                return Err(c.err(k("id"), format!("duplicate flow id {:?}", f.id)));
+            c.id(&k("id"), &f.id)?;
+            if let Some(j) = self.flows[..i].iter().position(|o| o.id == f.id) {
+                return Err(c.err(
+                    k("id"),
+                    format!("duplicate flow id {:?} (also flow[{j}])", f.id),
+                ));
             }
             match f.kind {
                 FlowKind::Tcp => {
                     if !TCP_CCS.contains(&f.cc.as_str()) {
                         return Err(c.err(
                             k("cc"),
-                            format!("unknown congestion control {:?} for a tcp flow; expected one of {}", f.cc, TCP_CCS.join(", ")),
+                            format!(
+                                "unknown congestion control {:?} for a tcp flow; expected one of {}",
+                                f.cc,
+                                TCP_CCS.join(", ")
+                            ),
                         ));
                     }
                     if f.paths.len() != 1 {
@@ -183,89 +179,690 @@ impl Scenario {
                     }
                 }
                 FlowKind::Mptcp => {
-                    return Err(c.err(k("kind"), "mptcp flows are not available in this version of railpath; expected \"tcp\""));
+                    return Err(c.err(
+                        k("kind"),
+                        "mptcp flows are not available in this version of railpath; expected \"tcp\"",
+                    ));
                 }
             }
             for (j, p) in f.paths.iter().enumerate() {
                 if self.link_index(p).is_none() {
-                    let ids: Vec<&str> = self.links.iter().map(|l| l.id.as_str()).collect();
+                    let ids: Vec<String> =
+                        self.links.iter().map(|l| format!("{:?}", l.id)).collect();
                     return Err(c.err(
                         k(&format!("paths[{j}]")),
-                        format!("unknown link {p:?}; defined links: {}", ids.join(", ")),
+                        format!(
+                            "unknown link {p:?}; expected one of the [[link]] ids: {}",
+                            ids.join(", ")
+                        ),
+                    ));
+                }
+                if f.paths[..j].contains(p) {
+                    return Err(c.err(
+                        k(&format!("paths[{j}]")),
+                        format!("link {p:?} is listed twice"),
                     ));
                 }
             }
-            c.non_negative(&k("start_s"), f.start_s)?;
-            if f.start_s >= self.run.duration_s {
+            let d = self.run.duration_s;
+            if !(f.start_s.is_finite() && f.start_s >= 0.0 && f.start_s < d) {
                 return Err(c.err(
                     k("start_s"),
                     format!(
-                        "expected a start before the end of the run ({} s)",
-                        self.run.duration_s
+                        "expected a number >= 0 and < run.duration_s = {d} s, found {}",
+                        f.start_s
                     ),
                 ));
             }
             if let Some(t) = &f.tcp {
-                self.validate_tcp(&c, &k("tcp"), t)?;
+                validate_tcp(&c, &k("tcp"), t)?;
             }
+            // Constraints between options hold for the layered result ([flow.tcp] over [tcp]).
+            let key = if f.tcp.is_some() {
+                k("tcp")
+            } else {
+                "tcp".to_string()
+            };
+            validate_tcp_config(&c, &key, &self.tcp_config(i))?;
         }
         Ok(())
     }
+}
 
-    fn validate_tcp(
-        &self,
-        c: &Check,
-        prefix: &str,
-        t: &crate::TcpOptions,
-    ) -> Result<(), ScenarioError> {
-        let k = |f: &str| format!("{prefix}.{f}");
-        if let Some(m) = t.mss_bytes {
-            if !(500..=9000).contains(&m) {
+fn validate_link(c: &Check, i: usize, l: &Link) -> Result<(), ScenarioError> {
+    let k = |f: &str| format!("link[{i}].{f}");
+    c.id(&k("id"), &l.id)?;
+    match (l.rate_mbps, &l.trace) {
+        (Some(r), None) => c.range(&k("rate_mbps"), r, 0.0, true, MAX_RATE_MBPS, "Mbit/s")?,
+        (None, Some(t)) => {
+            if t.trim().is_empty() {
                 return Err(c.err(
-                    k("mss_bytes"),
-                    format!("expected 500..=9000 bytes, found {m}"),
+                    k("trace"),
+                    "expected the path of a Mahimahi trace file, found \"\"",
                 ));
             }
         }
-        if let Some(h) = t.header_bytes {
-            if h > 200 {
+        (Some(_), Some(_)) => {
+            return Err(c.err(k("rate_mbps"), "give either rate_mbps or trace, not both"));
+        }
+        (None, None) => {
+            return Err(c.err(
+                k("rate_mbps"),
+                format!("required unless trace is given: a rate > 0 and <= {MAX_RATE_MBPS} Mbit/s"),
+            ));
+        }
+    }
+    c.range(&k("delay_ms"), l.delay_ms, 0.0, false, MAX_DELAY_MS, "ms")?;
+    c.probability(&k("loss"), l.loss)?;
+    if l.buffer_packets.is_some() && l.buffer_bytes.is_some() {
+        return Err(c.err(
+            k("buffer_bytes"),
+            "give either buffer_packets or buffer_bytes, not both",
+        ));
+    }
+    if let Some(b) = l.buffer_packets {
+        c.int_range(&k("buffer_packets"), b, 1, MAX_BUFFER_PACKETS, "packets")?;
+    }
+    if let Some(b) = l.buffer_bytes {
+        c.int_range(
+            &k("buffer_bytes"),
+            b,
+            1500,
+            MAX_BUFFER_BYTES,
+            "bytes (at least one 1500-byte packet)",
+        )?;
+    }
+    let mut prev_end = f64::NEG_INFINITY;
+    for (j, o) in l.outages.iter().enumerate() {
+        let ok = |f: &str| k(&format!("outages[{j}].{f}"));
+        c.range(&ok("start_s"), o.start_s, 0.0, false, MAX_DURATION_S, "s")?;
+        c.range(
+            &ok("duration_ms"),
+            o.duration_ms,
+            0.0,
+            true,
+            MAX_OUTAGE_MS,
+            "ms",
+        )?;
+        if o.start_s < prev_end {
+            return Err(c.err(
+                ok("start_s"),
+                format!(
+                    "outages must be in time order and must not overlap: expected >= {prev_end} s (the end of outages[{}]), found {}",
+                    j - 1,
+                    o.start_s
+                ),
+            ));
+        }
+        prev_end = o.start_s + o.duration_ms / 1000.0;
+    }
+    let mut prev_t = f64::NEG_INFINITY;
+    for (j, s) in l.schedule.iter().enumerate() {
+        let sk = |f: &str| k(&format!("schedule[{j}].{f}"));
+        c.range(&sk("t_s"), s.t_s, 0.0, false, MAX_DURATION_S, "s")?;
+        if s.t_s <= prev_t {
+            return Err(c.err(
+                sk("t_s"),
+                format!(
+                    "schedule steps must be in strictly increasing time order: expected > {prev_t} s (schedule[{}].t_s), found {}",
+                    j - 1,
+                    s.t_s
+                ),
+            ));
+        }
+        prev_t = s.t_s;
+        if let Some(r) = s.rate_mbps {
+            if l.trace.is_some() {
                 return Err(c.err(
-                    k("header_bytes"),
-                    format!("expected 0..=200 bytes, found {h}"),
+                    sk("rate_mbps"),
+                    "a trace-driven link has no rate to schedule",
                 ));
             }
+            c.range(&sk("rate_mbps"), r, 0.0, true, MAX_RATE_MBPS, "Mbit/s")?;
         }
-        if let Some(w) = t.initial_window {
-            if !(1..=1000).contains(&w) {
-                return Err(c.err(
-                    k("initial_window"),
-                    format!("expected 1..=1000 segments, found {w}"),
-                ));
+        if let Some(d) = s.delay_ms {
+            c.range(&sk("delay_ms"), d, 0.0, false, MAX_DELAY_MS, "ms")?;
+        }
+        if let Some(p) = s.loss {
+            c.probability(&sk("loss"), p)?;
+        }
+        if s.rate_mbps.is_none() && s.delay_ms.is_none() && s.loss.is_none() {
+            return Err(c.err(
+                sk("t_s"),
+                "a schedule step must set rate_mbps, delay_ms or loss",
+            ));
+        }
+    }
+    if l.reverse_rate_mbps.is_some() && l.reverse_trace.is_some() {
+        return Err(c.err(
+            k("reverse_rate_mbps"),
+            "give either reverse_rate_mbps or reverse_trace, not both",
+        ));
+    }
+    if let Some(r) = l.reverse_rate_mbps {
+        c.range(
+            &k("reverse_rate_mbps"),
+            r,
+            0.0,
+            true,
+            MAX_RATE_MBPS,
+            "Mbit/s",
+        )?;
+    }
+    if let Some(t) = &l.reverse_trace {
+        if t.trim().is_empty() {
+            return Err(c.err(
+                k("reverse_trace"),
+                "expected the path of a Mahimahi trace file, found \"\"",
+            ));
+        }
+    }
+    if let Some(d) = l.reverse_delay_ms {
+        c.range(&k("reverse_delay_ms"), d, 0.0, false, MAX_DELAY_MS, "ms")?;
+    }
+    c.probability(&k("reverse_loss"), l.reverse_loss)?;
+    if let Some(b) = l.reverse_buffer_packets {
+        c.int_range(
+            &k("reverse_buffer_packets"),
+            b,
+            1,
+            MAX_BUFFER_PACKETS,
+            "packets",
+        )?;
+    }
+    Ok(())
+}
+
+/// Ranges of each option that is set, in `[tcp]` or a flow's `tcp` table.
+fn validate_tcp(c: &Check, prefix: &str, t: &TcpOptions) -> Result<(), ScenarioError> {
+    let k = |f: &str| format!("{prefix}.{f}");
+    if let Some(m) = t.mss_bytes {
+        c.int_range(&k("mss_bytes"), m, 500, 9000, "bytes")?;
+    }
+    if let Some(h) = t.header_bytes {
+        c.int_range(&k("header_bytes"), h, 0, 200, "bytes")?;
+    }
+    if let Some(a) = t.ack_bytes {
+        c.int_range(&k("ack_bytes"), a, 1, 200, "bytes")?;
+    }
+    if let Some(w) = t.initial_window {
+        c.int_range(&k("initial_window"), w, 1, 1000, "segments")?;
+    }
+    if let Some(v) = t.min_rto_ms {
+        c.range(&k("min_rto_ms"), v, 0.0, true, 60_000.0, "ms")?;
+    }
+    if let Some(v) = t.initial_rto_ms {
+        c.range(&k("initial_rto_ms"), v, 0.0, true, 120_000.0, "ms")?;
+    }
+    if let Some(v) = t.max_rto_ms {
+        c.range(&k("max_rto_ms"), v, 0.0, true, 3_600_000.0, "ms")?;
+    }
+    if let Some(v) = t.delack_timeout_ms {
+        c.range(&k("delack_timeout_ms"), v, 0.0, true, 1000.0, "ms")?;
+    }
+    if let Some(w) = t.receive_window_bytes {
+        c.int_range(&k("receive_window_bytes"), w, 1000, 1 << 30, "bytes")?;
+    }
+    Ok(())
+}
+
+/// Constraints between TCP options, checked on a flow's resolved configuration.
+fn validate_tcp_config(c: &Check, prefix: &str, t: &TcpConfig) -> Result<(), ScenarioError> {
+    let k = |f: &str| format!("{prefix}.{f}");
+    if t.min_rto_ms > t.max_rto_ms {
+        return Err(c.err(
+            k("min_rto_ms"),
+            format!(
+                "min_rto_ms ({} ms) must not exceed max_rto_ms ({} ms)",
+                t.min_rto_ms, t.max_rto_ms
+            ),
+        ));
+    }
+    if t.initial_rto_ms > t.max_rto_ms {
+        return Err(c.err(
+            k("initial_rto_ms"),
+            format!(
+                "initial_rto_ms ({} ms) must not exceed max_rto_ms ({} ms)",
+                t.initial_rto_ms, t.max_rto_ms
+            ),
+        ));
+    }
+    let two_segments = 2 * u64::from(t.mss_bytes);
+    if t.receive_window_bytes < two_segments {
+        return Err(c.err(
+            k("receive_window_bytes"),
+            format!(
+                "expected at least two segments (2 x mss_bytes = {two_segments} bytes), found {}",
+                t.receive_window_bytes
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::parse_str;
+
+    const BASE: &str = r#"
+[run]
+duration_s = 10
+
+[[link]]
+id = "a"
+rate_mbps = 10
+delay_ms = 10
+
+[[link]]
+id = "b"
+rate_mbps = 20
+
+[[flow]]
+id = "dl"
+kind = "tcp"
+cc = "newreno"
+paths = ["a"]
+"#;
+
+    /// Validate BASE with `from` replaced by `to`; the error's key and message.
+    fn check(from: &str, to: &str) -> Result<(), (String, String)> {
+        assert!(BASE.contains(from), "{from:?} not in BASE");
+        let text = BASE.replacen(from, to, 1);
+        let s = parse_str(&text, "t.toml").map_err(|e| (e.key.clone(), e.to_string()))?;
+        s.validate().map_err(|e| {
+            assert!(e.to_string().starts_with("t.toml: "), "{e}");
+            (e.key.clone(), e.message)
+        })
+    }
+
+    fn fails(from: &str, to: &str, key: &str, msg: &str) {
+        match check(from, to) {
+            Ok(()) => panic!("{to:?} accepted"),
+            Err((k, m)) => {
+                assert_eq!(k, key, "{m}");
+                assert!(m.contains(msg), "message {m:?} lacks {msg:?}");
             }
         }
-        for (name, v) in [
-            ("min_rto_ms", t.min_rto_ms),
-            ("initial_rto_ms", t.initial_rto_ms),
-            ("max_rto_ms", t.max_rto_ms),
-            ("delack_timeout_ms", t.delack_timeout_ms),
-        ] {
-            if let Some(v) = v {
-                c.positive(&k(name), v)?;
-            }
-        }
-        if let (Some(lo), Some(hi)) = (t.min_rto_ms, t.max_rto_ms) {
-            if lo > hi {
-                return Err(c.err(k("min_rto_ms"), "must not exceed max_rto_ms"));
-            }
-        }
-        if let Some(w) = t.receive_window_bytes {
-            if w < 2 * 9000 {
-                return Err(c.err(
-                    k("receive_window_bytes"),
-                    format!("expected at least 18000 bytes, found {w}"),
-                ));
-            }
-        }
-        Ok(())
+    }
+
+    #[test]
+    fn base_is_valid() {
+        check("", "").unwrap();
+    }
+
+    #[test]
+    fn run_ranges() {
+        fails(
+            "duration_s = 10",
+            "duration_s = 0",
+            "run.duration_s",
+            "expected a number > 0 and <= 1000000 s, found 0",
+        );
+        fails(
+            "duration_s = 10",
+            "duration_s = 1e7",
+            "run.duration_s",
+            "<= 1000000 s",
+        );
+        fails(
+            "duration_s = 10",
+            "duration_s = nan",
+            "run.duration_s",
+            "found NaN",
+        );
+        fails(
+            "duration_s = 10",
+            "duration_s = 10\nbin_ms = 0.5",
+            "run.bin_ms",
+            ">= 1 and <= run.duration_s x 1000 = 10000 ms",
+        );
+        fails(
+            "duration_s = 10",
+            "duration_s = 10\nbin_ms = 20000",
+            "run.bin_ms",
+            "found 20000",
+        );
+        check("duration_s = 10", "duration_s = 10\nbin_ms = 10000").unwrap();
+    }
+
+    #[test]
+    fn link_ranges_at_their_boundaries() {
+        fails(
+            "rate_mbps = 10",
+            "rate_mbps = -1",
+            "link[0].rate_mbps",
+            "> 0 and <= 100000 Mbit/s, found -1",
+        );
+        fails(
+            "rate_mbps = 10",
+            "rate_mbps = 0",
+            "link[0].rate_mbps",
+            "found 0",
+        );
+        check("rate_mbps = 10", "rate_mbps = 100000").unwrap();
+        fails(
+            "rate_mbps = 20",
+            "rate_mbps = 100001",
+            "link[1].rate_mbps",
+            "found 100001",
+        );
+        fails(
+            "delay_ms = 10",
+            "delay_ms = -0.1",
+            "link[0].delay_ms",
+            ">= 0 and <= 10000 ms",
+        );
+        check("delay_ms = 10", "delay_ms = 0").unwrap();
+        fails(
+            "delay_ms = 10",
+            "loss = 1.0",
+            "link[0].loss",
+            "probability >= 0 and < 1, found 1",
+        );
+        fails(
+            "delay_ms = 10",
+            "loss = -0.01",
+            "link[0].loss",
+            "found -0.01",
+        );
+        check("delay_ms = 10", "loss = 0.999").unwrap();
+        fails(
+            "delay_ms = 10",
+            "reverse_loss = 1",
+            "link[0].reverse_loss",
+            "< 1",
+        );
+        fails(
+            "delay_ms = 10",
+            "buffer_packets = 0",
+            "link[0].buffer_packets",
+            "from 1 to 1000000 packets, found 0",
+        );
+        fails(
+            "delay_ms = 10",
+            "buffer_bytes = 1499",
+            "link[0].buffer_bytes",
+            "from 1500 to 1000000000",
+        );
+        fails(
+            "delay_ms = 10",
+            "buffer_bytes = 3000\nbuffer_packets = 2",
+            "link[0].buffer_bytes",
+            "not both",
+        );
+        fails(
+            "delay_ms = 10",
+            "reverse_buffer_packets = 0",
+            "link[0].reverse_buffer_packets",
+            "from 1",
+        );
+        fails(
+            "delay_ms = 10",
+            "reverse_delay_ms = 20000",
+            "link[0].reverse_delay_ms",
+            "<= 10000 ms",
+        );
+        fails(
+            "delay_ms = 10",
+            "reverse_rate_mbps = 0",
+            "link[0].reverse_rate_mbps",
+            "> 0",
+        );
+        fails(
+            "delay_ms = 10",
+            "reverse_rate_mbps = 1\nreverse_trace = \"x\"",
+            "link[0].reverse_rate_mbps",
+            "not both",
+        );
+    }
+
+    #[test]
+    fn rate_or_trace() {
+        fails(
+            "rate_mbps = 10",
+            "trace = \"x.trace\"\nrate_mbps = 10",
+            "link[0].rate_mbps",
+            "not both",
+        );
+        fails(
+            "rate_mbps = 10\n",
+            "",
+            "link[0].rate_mbps",
+            "required unless trace is given",
+        );
+        check("rate_mbps = 10", "trace = \"x.trace\"").unwrap();
+        fails(
+            "rate_mbps = 10",
+            "trace = \" \"",
+            "link[0].trace",
+            "path of a Mahimahi trace",
+        );
+        fails(
+            "rate_mbps = 10",
+            "trace = \"x\"\nschedule = [{ t_s = 1, rate_mbps = 5 }]",
+            "link[0].schedule[0].rate_mbps",
+            "trace-driven",
+        );
+    }
+
+    #[test]
+    fn ids_are_checked_and_unique() {
+        fails(
+            "id = \"b\"",
+            "id = \"a\"",
+            "link[1].id",
+            "duplicate link id \"a\" (also link[0])",
+        );
+        fails(
+            "id = \"b\"",
+            "id = \"b,c\"",
+            "link[1].id",
+            "letters, digits, '_' or '-', found \"b,c\"",
+        );
+        fails("id = \"b\"", "id = \"\"", "link[1].id", "expected 1 to 64");
+        fails("id = \"dl\"", "id = \"d l\"", "flow[0].id", "found \"d l\"");
+        let two = BASE.to_string()
+            + "\n[[flow]]\nid = \"dl\"\nkind = \"tcp\"\ncc = \"bbr\"\npaths = [\"b\"]\n";
+        let e = parse_str(&two, "t.toml").unwrap().validate().unwrap_err();
+        assert_eq!(e.key, "flow[1].id");
+        assert!(e
+            .message
+            .contains("duplicate flow id \"dl\" (also flow[0])"));
+    }
+
+    #[test]
+    fn outages_in_order_without_overlap() {
+        let o = |s: &str| format!("delay_ms = 10\noutages = [{s}]");
+        check(
+            "delay_ms = 10",
+            &o("{ start_s = 1, duration_ms = 500 }, { start_s = 1.5, duration_ms = 5 }"),
+        )
+        .unwrap();
+        fails(
+            "delay_ms = 10",
+            &o("{ start_s = 1, duration_ms = 500 }, { start_s = 1.4, duration_ms = 5 }"),
+            "link[0].outages[1].start_s",
+            "expected >= 1.5 s (the end of outages[0]), found 1.4",
+        );
+        fails(
+            "delay_ms = 10",
+            &o("{ start_s = -1, duration_ms = 5 }"),
+            "link[0].outages[0].start_s",
+            ">= 0",
+        );
+        fails(
+            "delay_ms = 10",
+            &o("{ start_s = 1, duration_ms = 0 }"),
+            "link[0].outages[0].duration_ms",
+            "> 0 and <= 3600000 ms",
+        );
+    }
+
+    #[test]
+    fn schedule_strictly_increasing_and_not_empty() {
+        let s = |x: &str| format!("delay_ms = 10\nschedule = [{x}]");
+        check(
+            "delay_ms = 10",
+            &s("{ t_s = 1, rate_mbps = 5 }, { t_s = 2, loss = 0.1 }"),
+        )
+        .unwrap();
+        fails(
+            "delay_ms = 10",
+            &s("{ t_s = 2, rate_mbps = 5 }, { t_s = 1, rate_mbps = 6 }"),
+            "link[0].schedule[1].t_s",
+            "strictly increasing time order: expected > 2 s (schedule[0].t_s), found 1",
+        );
+        fails(
+            "delay_ms = 10",
+            &s("{ t_s = 2, rate_mbps = 5 }, { t_s = 2, rate_mbps = 6 }"),
+            "link[0].schedule[1].t_s",
+            "found 2",
+        );
+        fails(
+            "delay_ms = 10",
+            &s("{ t_s = 2 }"),
+            "link[0].schedule[0].t_s",
+            "must set rate_mbps, delay_ms or loss",
+        );
+        fails(
+            "delay_ms = 10",
+            &s("{ t_s = 2, loss = 1 }"),
+            "link[0].schedule[0].loss",
+            "< 1",
+        );
+        fails(
+            "delay_ms = 10",
+            &s("{ t_s = 2, delay_ms = -5 }"),
+            "link[0].schedule[0].delay_ms",
+            ">= 0",
+        );
+    }
+
+    #[test]
+    fn flows_reference_links_and_fit_the_run() {
+        fails(
+            "paths = [\"a\"]",
+            "paths = [\"z\"]",
+            "flow[0].paths[0]",
+            "unknown link \"z\"; expected one of the [[link]] ids: \"a\", \"b\"",
+        );
+        fails(
+            "paths = [\"a\"]",
+            "paths = [\"a\", \"b\"]",
+            "flow[0].paths",
+            "exactly one link, found 2",
+        );
+        fails("paths = [\"a\"]", "paths = []", "flow[0].paths", "found 0");
+        fails(
+            "cc = \"newreno\"",
+            "cc = \"reno\"",
+            "flow[0].cc",
+            "expected one of newreno, cubic, bbr",
+        );
+        fails(
+            "kind = \"tcp\"",
+            "kind = \"mptcp\"",
+            "flow[0].kind",
+            "not available",
+        );
+        fails(
+            "paths = [\"a\"]",
+            "paths = [\"a\"]\nstart_s = 10",
+            "flow[0].start_s",
+            "< run.duration_s = 10 s, found 10",
+        );
+        check("paths = [\"a\"]", "paths = [\"a\"]\nstart_s = 9.99").unwrap();
+        fails(
+            "paths = [\"a\"]",
+            "paths = [\"a\"]\nstart_s = -1",
+            "flow[0].start_s",
+            ">= 0",
+        );
+    }
+
+    #[test]
+    fn no_links_or_no_flows() {
+        let e = parse_str("[run]\nduration_s = 1\n", "t.toml")
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        assert_eq!(e.key, "link");
+        let text = BASE.split("[[flow]]").next().unwrap();
+        let e = parse_str(text, "t.toml").unwrap().validate().unwrap_err();
+        assert_eq!(e.key, "flow");
+    }
+
+    #[test]
+    fn tcp_option_ranges_and_layering() {
+        let t = |x: &str| format!("[tcp]\n{x}\n\n[run]");
+        fails(
+            "[run]",
+            &t("mss_bytes = 499"),
+            "tcp.mss_bytes",
+            "from 500 to 9000 bytes, found 499",
+        );
+        check("[run]", &t("mss_bytes = 9000")).unwrap();
+        fails(
+            "[run]",
+            &t("initial_window = 0"),
+            "tcp.initial_window",
+            "from 1 to 1000 segments",
+        );
+        fails("[run]", &t("min_rto_ms = 0"), "tcp.min_rto_ms", "> 0");
+        fails(
+            "[run]",
+            &t("delack_timeout_ms = 1001"),
+            "tcp.delack_timeout_ms",
+            "<= 1000 ms",
+        );
+        fails(
+            "[run]",
+            &t("header_bytes = 201"),
+            "tcp.header_bytes",
+            "from 0 to 200",
+        );
+        fails(
+            "[run]",
+            &t("ack_bytes = 0"),
+            "tcp.ack_bytes",
+            "from 1 to 200",
+        );
+        fails(
+            "[run]",
+            &t("receive_window_bytes = 1073741825"),
+            "tcp.receive_window_bytes",
+            "to 1073741824",
+        );
+        // Constraints between options hold for the layered result.
+        fails(
+            "[run]",
+            &t("min_rto_ms = 300\nmax_rto_ms = 200"),
+            "tcp.min_rto_ms",
+            "must not exceed max_rto_ms (200 ms)",
+        );
+        fails(
+            "[run]",
+            &t("max_rto_ms = 500"),
+            "tcp.initial_rto_ms",
+            "initial_rto_ms (1000 ms) must not exceed",
+        );
+        fails(
+            "paths = [\"a\"]",
+            "paths = [\"a\"]\ntcp = { max_rto_ms = 100 }",
+            "flow[0].tcp.min_rto_ms",
+            "min_rto_ms (200 ms)",
+        );
+        fails(
+            "paths = [\"a\"]",
+            "paths = [\"a\"]\ntcp = { receive_window_bytes = 2000 }",
+            "flow[0].tcp.receive_window_bytes",
+            "2 x mss_bytes = 2896 bytes",
+        );
+        fails(
+            "paths = [\"a\"]",
+            "paths = [\"a\"]\ntcp = { mss_bytes = 10000 }",
+            "flow[0].tcp.mss_bytes",
+            "found 10000",
+        );
     }
 }
