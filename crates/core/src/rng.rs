@@ -34,7 +34,12 @@ impl Rng {
     /// A generator from a raw 64-bit seed.
     pub fn from_seed(seed: u64) -> Rng {
         let mut x = seed;
-        let s = [splitmix64(&mut x), splitmix64(&mut x), splitmix64(&mut x), splitmix64(&mut x)];
+        let s = [
+            splitmix64(&mut x),
+            splitmix64(&mut x),
+            splitmix64(&mut x),
+            splitmix64(&mut x),
+        ];
         Rng { s }
     }
 
@@ -102,14 +107,18 @@ mod tests {
 
     #[test]
     fn streams_are_independent_and_repeatable() {
-        let a: Vec<u64> = (0..4).map({
-            let mut r = Rng::stream(7, "link:a");
-            move |_| r.next_u64()
-        }).collect();
-        let b: Vec<u64> = (0..4).map({
-            let mut r = Rng::stream(7, "link:a");
-            move |_| r.next_u64()
-        }).collect();
+        let a: Vec<u64> = (0..4)
+            .map({
+                let mut r = Rng::stream(7, "link:a");
+                move |_| r.next_u64()
+            })
+            .collect();
+        let b: Vec<u64> = (0..4)
+            .map({
+                let mut r = Rng::stream(7, "link:a");
+                move |_| r.next_u64()
+            })
+            .collect();
         let c = Rng::stream(7, "link:b").next_u64();
         assert_eq!(a, b);
         assert_ne!(a[0], c);

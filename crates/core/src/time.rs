@@ -51,9 +51,13 @@ impl Time {
         let bits = bytes as u128 * 8 * 1_000_000_000;
         Time(bits.div_ceil(rate_bps as u128) as u64)
     }
+    /// `self` times `k`, saturating.
+    #[allow(clippy::should_implement_trait)]
     pub fn mul(self, k: u64) -> Time {
         Time(self.0.saturating_mul(k))
     }
+    /// `self` divided by `k`, rounded down.
+    #[allow(clippy::should_implement_trait)]
     pub fn div(self, k: u64) -> Time {
         Time(self.0 / k)
     }

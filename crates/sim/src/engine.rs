@@ -65,7 +65,10 @@ pub struct Scheduler {
 
 impl Scheduler {
     pub fn new() -> Scheduler {
-        Scheduler { heap: BinaryHeap::with_capacity(1024), ..Default::default() }
+        Scheduler {
+            heap: BinaryHeap::with_capacity(1024),
+            ..Default::default()
+        }
     }
     /// The current simulated time.
     #[inline]
@@ -85,7 +88,11 @@ impl Scheduler {
         debug_assert!(time >= self.now, "event scheduled in the past");
         let time = time.max(self.now);
         self.seq += 1;
-        self.heap.push(Entry { time, seq: self.seq, ev });
+        self.heap.push(Entry {
+            time,
+            seq: self.seq,
+            ev,
+        });
     }
     /// Schedule `ev` after `delay`.
     #[inline]

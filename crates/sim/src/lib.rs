@@ -5,6 +5,7 @@
 //! [`railpath_scenario::Scenario`] and returns [`results::RunResults`].
 
 pub mod engine;
+mod flow;
 pub mod net;
 pub mod results;
 pub mod tcp;

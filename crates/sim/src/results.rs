@@ -117,7 +117,15 @@ impl RunResults {
         for s in &self.series {
             for (k, v) in s.values.iter().enumerate() {
                 let t = (k + 1) as f64 * self.bin_s;
-                let _ = writeln!(out, "{},{},{},{},{}", round9(t), s.flow, s.subflow, s.metric, v);
+                let _ = writeln!(
+                    out,
+                    "{},{},{},{},{}",
+                    round9(t),
+                    s.flow,
+                    s.subflow,
+                    s.metric,
+                    v
+                );
             }
         }
         out

@@ -1,1 +1,505 @@
+//! One direction of a link: a drop-tail FIFO in front of a server (constant rate, or a Mahimahi
+//! delivery-opportunity trace), followed by a propagation pipe with a fixed one-way delay.
+//!
+//! Model (see docs/models/links.md):
+//! - The buffer limit counts the packet being serialised (as htsim's queues do).
+//! - Random loss is applied when a packet leaves the server, so a lost packet still used capacity
+//!   (like ns-3's receive error model).
+//! - The pipe is FIFO: after a delay decrease a packet never overtakes the one before it.
+//! - During an outage nothing is delivered: the server stops, and pipe arrivals due during the
+//!   outage are held until it ends (`hold`, an X2 handover forwarding its buffer) or dropped with
+//!   the queue (`drop`). A packet already being serialised completes serialisation.
+//! - Mahimahi traces follow mahimahi's `LinkQueue`: each line is one opportunity to deliver 1500
+//!   bytes; a packet larger than what is left of an opportunity continues in the next one; unused
+//!   opportunities are lost; the trace repeats with period = its last timestamp.
 
+use super::packet::Packet;
+use railpath_core::{Rng, Time};
+use railpath_scenario::OutageMode;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// Bytes one Mahimahi delivery opportunity carries.
+pub const MAHIMAHI_OPPORTUNITY_BYTES: u32 = 1500;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    Packets(u32),
+    Bytes(u64),
+}
+
+/// A delivery-opportunity schedule.
+#[derive(Debug, Clone)]
+pub struct Trace {
+    /// Opportunity times within one period, ms, non-decreasing.
+    pub opps_ms: Arc<[u64]>,
+    pub period_ms: u64,
+    /// Absolute index of the next opportunity not yet consumed or skipped.
+    cursor: u64,
+    /// Bytes of the head packet already carried by earlier opportunities.
+    head_done: u32,
+}
+
+impl Trace {
+    pub fn new(opps_ms: Arc<[u64]>) -> Trace {
+        let period_ms = *opps_ms.last().expect("validated non-empty trace");
+        Trace {
+            opps_ms,
+            period_ms,
+            cursor: 0,
+            head_done: 0,
+        }
+    }
+    fn time_of(&self, k: u64) -> Time {
+        let n = self.opps_ms.len() as u64;
+        Time::from_ms((k / n) * self.period_ms + self.opps_ms[(k % n) as usize])
+    }
+    /// Skip opportunities before `now`; the time of the next usable one.
+    fn next_at_or_after(&mut self, now: Time) -> Time {
+        while self.time_of(self.cursor) < now {
+            self.cursor += 1;
+        }
+        self.time_of(self.cursor)
+    }
+    /// Mean rate of the trace, bit/s.
+    pub fn mean_rate_bps(&self) -> f64 {
+        self.opps_ms.len() as f64 * MAHIMAHI_OPPORTUNITY_BYTES as f64 * 8.0
+            / (self.period_ms as f64 / 1e3)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DirStats {
+    pub forwarded: u64,
+    pub forwarded_bytes: u64,
+    pub drops_overflow: u64,
+    pub drops_random: u64,
+    pub drops_outage: u64,
+    pub queue_delay_sum: Time,
+    pub queue_delay_max: Time,
+    pub max_queue_bytes: u64,
+}
+
+/// One direction of a link.
+#[derive(Debug)]
+pub struct LinkDir {
+    /// Index of the link this direction belongs to.
+    pub link: u32,
+    pub rate_bps: u64,
+    pub base_delay: Time,
+    /// Extra delay from the radio model (weak signal), added to `base_delay`.
+    pub extra_delay: Time,
+    pub loss: f64,
+    pub extra_loss: f64,
+    pub limit: Limit,
+    pub trace: Option<Trace>,
+    pub outage_mode: OutageMode,
+    /// Nesting count of outages in force.
+    pub down: u32,
+    /// End of the current outage (for re-arming held pipe arrivals).
+    pub down_until: Time,
+    pub queue: VecDeque<Packet>,
+    pub queued_bytes: u64,
+    /// The server is serialising the head packet (or waiting for a delivery opportunity).
+    pub busy: bool,
+    pipe: VecDeque<(Time, Packet)>,
+    arrival_armed: Option<Time>,
+    last_arrival: Time,
+    rng: Rng,
+    pub stats: DirStats,
+}
+
+/// What the world must do after a link operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    None,
+    /// Schedule a service event at this time.
+    Service(Time),
+}
+
+impl LinkDir {
+    pub fn new(
+        link: u32,
+        rate_bps: u64,
+        delay: Time,
+        loss: f64,
+        limit: Limit,
+        rng: Rng,
+    ) -> LinkDir {
+        LinkDir {
+            link,
+            rate_bps,
+            base_delay: delay,
+            extra_delay: Time::ZERO,
+            loss,
+            extra_loss: 0.0,
+            limit,
+            trace: None,
+            outage_mode: OutageMode::Hold,
+            down: 0,
+            down_until: Time::ZERO,
+            queue: VecDeque::with_capacity(match limit {
+                Limit::Packets(n) => n.min(100_000) as usize + 1,
+                Limit::Bytes(b) => (b / 1500).min(100_000) as usize + 1,
+            }),
+            queued_bytes: 0,
+            busy: false,
+            pipe: VecDeque::with_capacity(256),
+            arrival_armed: None,
+            last_arrival: Time::ZERO,
+            rng,
+            stats: DirStats::default(),
+        }
+    }
+
+    fn fits(&self, size: u32) -> bool {
+        match self.limit {
+            Limit::Packets(n) => (self.queue.len() as u64) < n as u64,
+            Limit::Bytes(b) => self.queued_bytes + size as u64 <= b,
+        }
+    }
+
+    /// Offer a packet to the queue. Returns when to schedule the server, if it must start.
+    pub fn enqueue(&mut self, mut p: Packet, now: Time) -> Wake {
+        if self.down > 0 && self.outage_mode == OutageMode::Drop {
+            self.stats.drops_outage += 1;
+            return Wake::None;
+        }
+        if !self.fits(p.size) {
+            self.stats.drops_overflow += 1;
+            return Wake::None;
+        }
+        p.enq = now;
+        self.queued_bytes += p.size as u64;
+        self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queued_bytes);
+        self.queue.push_back(p);
+        if !self.busy && self.down == 0 {
+            self.start(now)
+        } else {
+            Wake::None
+        }
+    }
+
+    /// Start serving the head packet.
+    fn start(&mut self, now: Time) -> Wake {
+        let Some(head) = self.queue.front() else {
+            self.busy = false;
+            return Wake::None;
+        };
+        self.busy = true;
+        match &mut self.trace {
+            None => Wake::Service(now + Time::tx_time(head.size as u64, self.rate_bps)),
+            Some(tr) => Wake::Service(tr.next_at_or_after(now)),
+        }
+    }
+
+    /// The server event: with a rate, the head packet is serialised; with a trace, one delivery
+    /// opportunity is used. Finished packets enter the pipe. Returns (next service wake, pipe
+    /// arrival to arm).
+    pub fn service(&mut self, now: Time) -> (Wake, Option<Time>) {
+        let mut arm = None;
+        if self.trace.is_none() {
+            if let Some(p) = self.queue.pop_front() {
+                self.queued_bytes -= p.size as u64;
+                arm = self.finish(p, now);
+            }
+        } else {
+            let mut budget = MAHIMAHI_OPPORTUNITY_BYTES;
+            {
+                let tr = self.trace.as_mut().expect("trace");
+                tr.cursor += 1; // this opportunity is used
+            }
+            while budget > 0 {
+                let Some(head) = self.queue.front() else {
+                    break;
+                };
+                let tr = self.trace.as_mut().expect("trace");
+                let left = head.size - tr.head_done;
+                if left > budget {
+                    tr.head_done += budget;
+                    budget = 0;
+                } else {
+                    budget -= left;
+                    tr.head_done = 0;
+                    let p = self.queue.pop_front().expect("head");
+                    self.queued_bytes -= p.size as u64;
+                    if let Some(a) = self.finish(p, now) {
+                        arm.get_or_insert(a);
+                    }
+                }
+            }
+        }
+        if self.down > 0 {
+            self.busy = false;
+            return (Wake::None, arm);
+        }
+        (self.start(now), arm)
+    }
+
+    /// A packet leaves the server: random loss, then the pipe.
+    fn finish(&mut self, p: Packet, now: Time) -> Option<Time> {
+        let sojourn = now - p.enq;
+        self.stats.queue_delay_sum += sojourn;
+        self.stats.queue_delay_max = self.stats.queue_delay_max.max(sojourn);
+        let p_loss = self.loss + self.extra_loss - self.loss * self.extra_loss;
+        if p_loss > 0.0 && self.rng.bernoulli(p_loss) {
+            self.stats.drops_random += 1;
+            return None;
+        }
+        self.stats.forwarded += 1;
+        self.stats.forwarded_bytes += p.size as u64;
+        let at = (now + self.base_delay + self.extra_delay).max(self.last_arrival);
+        self.last_arrival = at;
+        self.pipe.push_back((at, p));
+        if self.arrival_armed.is_none() {
+            self.arrival_armed = Some(at);
+            Some(at)
+        } else {
+            None
+        }
+    }
+
+    /// Called when a `LinkArrival` event fires: true if it is the armed one (stale duplicates,
+    /// which cannot normally happen, are ignored).
+    pub fn take_arrival_event(&mut self, now: Time) -> bool {
+        if self.arrival_armed == Some(now) {
+            self.arrival_armed = None;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Pop the next packet whose arrival is due at `now`. `Err(t)` means the caller must arm the
+    /// arrival event at `t` (recorded as armed); `Ok(None)` means the pipe is empty.
+    pub fn pop_arrival(&mut self, now: Time) -> Result<Option<Packet>, Time> {
+        loop {
+            let Some(&(at, p)) = self.pipe.front() else {
+                return Ok(None);
+            };
+            if at > now {
+                self.arrival_armed = Some(at);
+                return Err(at);
+            }
+            if self.down > 0 {
+                match self.outage_mode {
+                    OutageMode::Hold => {
+                        let t = self.down_until.max(now);
+                        self.arrival_armed = Some(t);
+                        return Err(t);
+                    }
+                    OutageMode::Drop => {
+                        self.pipe.pop_front();
+                        self.stats.drops_outage += 1;
+                        continue;
+                    }
+                }
+            }
+            self.pipe.pop_front();
+            return Ok(Some(p));
+        }
+    }
+
+    /// An outage starts (nested outages are counted).
+    pub fn outage_start(&mut self, until: Time) {
+        self.down += 1;
+        self.down_until = self.down_until.max(until);
+        if self.outage_mode == OutageMode::Drop {
+            // Everything waiting is lost; a packet being serialised finishes (it is on the air).
+            let keep = if self.busy && self.trace.is_none() {
+                1
+            } else {
+                0
+            };
+            while self.queue.len() > keep {
+                let p = self.queue.pop_back().expect("len > keep");
+                self.queued_bytes -= p.size as u64;
+                self.stats.drops_outage += 1;
+            }
+            if let Some(tr) = &mut self.trace {
+                tr.head_done = 0;
+            }
+        }
+    }
+
+    /// An outage ends; returns a wake for the server if it has work, and an arrival to arm.
+    pub fn outage_end(&mut self, now: Time) -> (Wake, Option<Time>) {
+        self.down = self.down.saturating_sub(1);
+        if self.down > 0 {
+            return (Wake::None, None);
+        }
+        let mut arm = None;
+        if self.arrival_armed.is_none() {
+            arm = self.pipe.front().map(|&(at, _)| at.max(now));
+            self.arrival_armed = arm;
+        }
+        let wake = if !self.busy && !self.queue.is_empty() {
+            self.start(now)
+        } else {
+            Wake::None
+        };
+        (wake, arm)
+    }
+
+    pub fn delay(&self) -> Time {
+        self.base_delay + self.extra_delay
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pkt(size: u32) -> Packet {
+        Packet {
+            size,
+            ..Default::default()
+        }
+    }
+
+    fn dir(limit: Limit) -> LinkDir {
+        LinkDir::new(
+            0,
+            10_000_000,
+            Time::from_ms(10),
+            0.0,
+            limit,
+            Rng::from_seed(1),
+        )
+    }
+
+    #[test]
+    fn serialises_then_propagates() {
+        let mut d = dir(Limit::Packets(10));
+        assert_eq!(
+            d.enqueue(pkt(1500), Time::ZERO),
+            Wake::Service(Time::from_us(1200))
+        );
+        // A second packet waits; no new service wake while busy.
+        assert_eq!(d.enqueue(pkt(1500), Time::from_us(100)), Wake::None);
+        let (w, arm) = d.service(Time::from_us(1200));
+        assert_eq!(w, Wake::Service(Time::from_us(2400)));
+        assert_eq!(arm, Some(Time::from_us(11_200)));
+        let (_, arm2) = d.service(Time::from_us(2400));
+        assert_eq!(arm2, None, "pipe arrival already armed");
+        assert!(d.take_arrival_event(Time::from_us(11_200)));
+        assert!(d.pop_arrival(Time::from_us(11_200)).unwrap().is_some());
+        assert_eq!(
+            d.pop_arrival(Time::from_us(11_200)),
+            Err(Time::from_us(12_400))
+        );
+        assert!(
+            !d.take_arrival_event(Time::from_us(11_300)),
+            "not the armed time"
+        );
+    }
+
+    #[test]
+    fn drop_tail_counts_the_packet_in_service() {
+        let mut d = dir(Limit::Packets(2));
+        d.enqueue(pkt(1500), Time::ZERO);
+        d.enqueue(pkt(1500), Time::ZERO);
+        d.enqueue(pkt(1500), Time::ZERO);
+        assert_eq!(d.queue.len(), 2);
+        assert_eq!(d.stats.drops_overflow, 1);
+        let mut b = dir(Limit::Bytes(3000));
+        b.enqueue(pkt(1500), Time::ZERO);
+        b.enqueue(pkt(1400), Time::ZERO);
+        b.enqueue(pkt(200), Time::ZERO);
+        assert_eq!((b.queue.len(), b.stats.drops_overflow), (2, 1));
+    }
+
+    #[test]
+    fn hold_outage_delays_pipe_and_queue() {
+        let mut d = dir(Limit::Packets(10));
+        d.enqueue(pkt(1500), Time::ZERO);
+        let (_, arm) = d.service(Time::from_us(1200));
+        assert_eq!(arm, Some(Time::from_us(11_200)));
+        d.outage_start(Time::from_ms(50));
+        // Arrival due during the outage is held until its end.
+        assert!(d.take_arrival_event(Time::from_us(11_200)));
+        assert_eq!(
+            d.pop_arrival(Time::from_us(11_200)).unwrap_err(),
+            Time::from_ms(50)
+        );
+        // A packet arriving during the outage queues but is not served.
+        assert_eq!(d.enqueue(pkt(1500), Time::from_ms(20)), Wake::None);
+        let (w, arm) = d.outage_end(Time::from_ms(50));
+        assert_eq!(w, Wake::Service(Time::from_us(51_200)));
+        assert_eq!(
+            arm, None,
+            "the held arrival is already armed at the outage end"
+        );
+        assert!(d.take_arrival_event(Time::from_ms(50)));
+        assert!(d.pop_arrival(Time::from_ms(50)).unwrap().is_some());
+    }
+
+    #[test]
+    fn drop_outage_flushes() {
+        let mut d = dir(Limit::Packets(10));
+        d.outage_mode = OutageMode::Drop;
+        d.enqueue(pkt(1500), Time::ZERO);
+        d.enqueue(pkt(1500), Time::ZERO);
+        d.enqueue(pkt(1500), Time::ZERO);
+        d.outage_start(Time::from_ms(50));
+        assert_eq!(d.queue.len(), 1, "the packet on the air stays");
+        assert_eq!(d.stats.drops_outage, 2);
+        assert_eq!(d.enqueue(pkt(1500), Time::from_ms(1)), Wake::None);
+        assert_eq!(d.stats.drops_outage, 3);
+        // The in-service packet finishes but its arrival (11.2 ms) falls in the outage: dropped.
+        let (_, arm) = d.service(Time::from_us(1200));
+        assert!(arm.is_some());
+        assert_eq!(d.pop_arrival(Time::from_us(11_200)), Ok(None));
+        assert_eq!(d.stats.drops_outage, 4);
+    }
+
+    #[test]
+    fn mahimahi_opportunities() {
+        // Two opportunities per 10 ms period at 3 ms and 10 ms.
+        let mut d = dir(Limit::Packets(10));
+        d.trace = Some(Trace::new(Arc::from(vec![3u64, 10])));
+        assert_eq!(
+            d.enqueue(pkt(1000), Time::from_ms(1)),
+            Wake::Service(Time::from_ms(3))
+        );
+        d.enqueue(pkt(1000), Time::from_ms(2));
+        // Opportunity at 3 ms: first packet (1000 B) done, 500 B of the second carried.
+        let (w, arm) = d.service(Time::from_ms(3));
+        assert_eq!(arm, Some(Time::from_ms(13)));
+        assert_eq!(w, Wake::Service(Time::from_ms(10)));
+        assert_eq!(d.queue.len(), 1);
+        // At 10 ms the rest (500 B) goes.
+        let (w, _) = d.service(Time::from_ms(10));
+        assert_eq!(w, Wake::None);
+        assert!(d.queue.is_empty());
+        // Idle until 14 ms: the 13 ms opportunity is skipped, next is 20 ms.
+        assert_eq!(
+            d.enqueue(pkt(100), Time::from_ms(14)),
+            Wake::Service(Time::from_ms(20))
+        );
+        assert_eq!(
+            d.trace.as_ref().unwrap().mean_rate_bps(),
+            2.0 * 1500.0 * 8.0 / 0.010
+        );
+    }
+
+    #[test]
+    fn random_loss_rate() {
+        let mut d = LinkDir::new(
+            0,
+            1_000_000_000,
+            Time::ZERO,
+            0.1,
+            Limit::Packets(100_000),
+            Rng::from_seed(3),
+        );
+        let mut t = Time::ZERO;
+        for _ in 0..20_000 {
+            d.enqueue(pkt(100), t);
+            t += Time::from_us(1);
+            d.service(t);
+        }
+        let lost = d.stats.drops_random as f64 / 20_000.0;
+        assert!((lost - 0.1).abs() < 0.01, "{lost}");
+    }
+}

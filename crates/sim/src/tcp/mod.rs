@@ -2,3 +2,5 @@
 //! congestion control behind a trait.
 
 pub mod cc;
+pub mod receiver;
+pub mod sender;

@@ -9,8 +9,10 @@
 //! MPTCP's coupled algorithms (LIA, OLIA, BALIA) implement the same trait and read their sibling
 //! subflows through [`Coupling`]; a single-path connection passes an empty one.
 
-use railpath_core::Time;
+use railpath_core::{Rng, Time};
 
+pub mod bbr;
+pub mod cubic;
 pub mod newreno;
 
 /// Linux `tcp_ca_state`.
@@ -43,7 +45,13 @@ pub struct Window {
 
 impl Window {
     pub fn new(initial_window: u32, mss: u32) -> Window {
-        Window { cwnd: initial_window, ssthresh: u32::MAX, cwnd_cnt: 0, cwnd_clamp: 1 << 20, mss }
+        Window {
+            cwnd: initial_window,
+            ssthresh: u32::MAX,
+            cwnd_cnt: 0,
+            cwnd_clamp: 1 << 20,
+            mss,
+        }
     }
     /// Linux `tcp_in_slow_start()`.
     pub fn in_slow_start(&self) -> bool {
@@ -93,6 +101,12 @@ pub struct AckInfo {
     pub in_flight: u32,
     /// Was the sender using its whole window before this ACK (Linux `tcp_is_cwnd_limited`)?
     pub cwnd_limited: bool,
+    /// First unacknowledged sequence number after this ACK (`tp->snd_una`), in any unit that
+    /// `snd_nxt` shares (packets or bytes): CUBIC's HyStart ends a round when it passes the
+    /// `snd_nxt` recorded at the round's start.
+    pub snd_una: u64,
+    /// Next sequence number to be sent (`tp->snd_nxt`), same unit as `snd_una`.
+    pub snd_nxt: u64,
 }
 
 /// A delivery-rate sample (Linux `struct rate_sample`, net/ipv4/tcp_rate.c;
@@ -161,7 +175,10 @@ pub struct Coupling<'a> {
 
 impl Coupling<'_> {
     /// No siblings: single-path TCP.
-    pub const NONE: Coupling<'static> = Coupling { subflows: &[], me: 0 };
+    pub const NONE: Coupling<'static> = Coupling {
+        subflows: &[],
+        me: 0,
+    };
 }
 
 /// One congestion-control algorithm instance (one per TCP connection or subflow).
@@ -200,11 +217,35 @@ pub trait CongestionControl: Send {
     }
 }
 
-/// Build a single-path algorithm by its scenario name.
+/// Build a single-path algorithm by its scenario name, with default [`CcParams`] (header 52 B,
+/// BBR's random stream from seed 0). Prefer [`by_name_with`] so each flow gets its own stream.
 pub fn by_name(name: &str, w: &Window, hystart: bool) -> Option<Box<dyn CongestionControl>> {
-    let _ = (w, hystart);
+    let params = CcParams {
+        hystart,
+        header_bytes: 52,
+        rng: Rng::stream(0, "cc"),
+    };
+    by_name_with(name, w, params)
+}
+
+/// What an algorithm's constructor may need beyond the window.
+#[derive(Debug, Clone)]
+pub struct CcParams {
+    /// CUBIC: use HyStart (Linux `hystart=1`).
+    pub hystart: bool,
+    /// Header bytes per data packet on the wire: BBR paces wire bytes (`pacing_rate_bps`).
+    pub header_bytes: u32,
+    /// BBR: the stream for its random PROBE_BW start phase, e.g.
+    /// `Rng::stream(seed, "cc/<flow>/<subflow>")`.
+    pub rng: Rng,
+}
+
+/// Build a single-path algorithm by its scenario name.
+pub fn by_name_with(name: &str, w: &Window, p: CcParams) -> Option<Box<dyn CongestionControl>> {
     match name {
-        "newreno" | "reno" => Some(Box::new(newreno::NewReno::default())),
+        "newreno" | "reno" => Some(Box::new(newreno::NewReno)),
+        "cubic" => Some(Box::new(cubic::Cubic::new(p.hystart))),
+        "bbr" => Some(Box::new(bbr::Bbr::new(w, p.header_bytes, p.rng))),
         _ => None,
     }
 }

@@ -1,0 +1,379 @@
+//! Transport flows hosted by the world: a sender and a receiver joined by routes, plus the
+//! application above them (a bulk or finite transfer) and per-flow statistics.
+
+use crate::engine::Event;
+use crate::net::packet::{Kind, Packet};
+use crate::net::{Net, Side};
+use crate::results::{FlowSummary, Series};
+use crate::tcp::cc::{self, Coupling, Window};
+use crate::tcp::receiver::{AckDecision, ReceiverConfig, TcpReceiver};
+use crate::tcp::sender::{Room, SenderConfig, TcpSender};
+use railpath_core::Time;
+use railpath_scenario::TcpConfig;
+
+/// Every kind of flow the world hosts.
+pub(crate) enum Flow {
+    Tcp(Box<TcpFlow>),
+}
+
+impl Flow {
+    pub fn start(&mut self, net: &mut Net) {
+        match self {
+            Flow::Tcp(f) => f.start(net),
+        }
+    }
+    pub fn on_packet(&mut self, sub: u16, side: Side, p: &Packet, net: &mut Net) {
+        match self {
+            Flow::Tcp(f) => f.on_packet(sub, side, p, net),
+        }
+    }
+    pub fn on_timer(&mut self, sub: u16, side: u8, net: &mut Net) {
+        match self {
+            Flow::Tcp(f) => f.on_timer(sub, side, net),
+        }
+    }
+    pub fn control(&mut self, _idx: u32, _net: &mut Net) {}
+    pub fn sample(&mut self, width: Time) {
+        match self {
+            Flow::Tcp(f) => f.sample(width),
+        }
+    }
+    pub fn summarize(&self, end: Time) -> (FlowSummary, Vec<Series>) {
+        match self {
+            Flow::Tcp(f) => f.summarize(end),
+        }
+    }
+}
+
+/// The application's data: a bulk transfer or a finite one of `bytes`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct App {
+    /// Total segments for a finite transfer; `None` for bulk.
+    pub total_segs: Option<u64>,
+    pub total_bytes: u64,
+    pub mss: u32,
+    /// Next new data-level segment.
+    pub next: u64,
+}
+
+impl App {
+    pub fn new(bytes: u64, mss: u32) -> App {
+        App {
+            total_segs: if bytes == 0 {
+                None
+            } else {
+                Some(bytes.div_ceil(mss as u64))
+            },
+            total_bytes: bytes,
+            mss,
+            next: 0,
+        }
+    }
+    pub fn has_data(&self) -> bool {
+        self.total_segs.is_none_or(|n| self.next < n)
+    }
+    /// Length of data-level segment `dsn`.
+    pub fn len_of(&self, dsn: u64) -> u32 {
+        match self.total_segs {
+            Some(n) if dsn + 1 == n => (self.total_bytes - (n - 1) * self.mss as u64) as u32,
+            _ => self.mss,
+        }
+    }
+    pub fn take(&mut self) -> Option<(u64, u32)> {
+        if !self.has_data() {
+            return None;
+        }
+        let d = self.next;
+        self.next += 1;
+        Some((d, self.len_of(d)))
+    }
+}
+
+/// Per-bin accumulators for a flow's time series.
+#[derive(Debug, Default)]
+pub(crate) struct FlowSeries {
+    pub bin_bytes: u64,
+    pub goodput_bps: Vec<f64>,
+    pub cwnd_bytes: Vec<f64>,
+    pub srtt_ms: Vec<f64>,
+}
+
+/// Schedule an endpoint's wake-up if `deadline` is earlier than the one armed.
+pub(crate) fn arm(
+    net: &mut Net,
+    armed: &mut Option<Time>,
+    deadline: Option<Time>,
+    flow: u32,
+    sub: u16,
+    side: Side,
+) {
+    if let Some(t) = deadline {
+        let t = t.max(net.now());
+        if armed.is_none_or(|a| t < a) {
+            *armed = Some(t);
+            net.sched.at(
+                t,
+                Event::Timer {
+                    flow,
+                    sub,
+                    side: side as u8,
+                },
+            );
+        }
+    }
+}
+
+/// Is this wake-up the armed one? Consumes it if so.
+pub(crate) fn take_wake(armed: &mut Option<Time>, now: Time) -> bool {
+    if *armed == Some(now) {
+        *armed = None;
+        true
+    } else {
+        false
+    }
+}
+
+pub(crate) struct TcpFlow {
+    pub idx: u32,
+    pub id: String,
+    pub cc_name: String,
+    pub start: Time,
+    pub started: bool,
+    pub app: App,
+    pub sender: TcpSender,
+    pub receiver: TcpReceiver,
+    pub ack_route: u32,
+    /// Pacing release the sender is waiting for.
+    pace_wait: Option<Time>,
+    pub delivered_bytes: u64,
+    pub completed_at: Option<Time>,
+    pub series: FlowSeries,
+}
+
+impl TcpFlow {
+    pub fn new(
+        idx: u32,
+        f: &railpath_scenario::Flow,
+        tcp: &TcpConfig,
+        data_route: u32,
+        ack_route: u32,
+        seed: u64,
+        nbins: usize,
+    ) -> Result<TcpFlow, String> {
+        let scfg = SenderConfig::from_tcp(tcp);
+        let w = Window::new(scfg.initial_window, scfg.mss);
+        let params = cc::CcParams {
+            hystart: tcp.hystart,
+            header_bytes: tcp.header_bytes,
+            rng: railpath_core::Rng::stream(seed, &format!("cc/{}/0", f.id)),
+        };
+        let cc = cc::by_name_with(&f.cc, &w, params)
+            .ok_or_else(|| format!("flow {:?}: unknown congestion control {:?}", f.id, f.cc))?;
+        let sender = TcpSender::new(scfg, cc, data_route, tcp.receive_window_bytes);
+        let receiver = TcpReceiver::new(ReceiverConfig {
+            mss: tcp.mss_bytes,
+            sack: tcp.sack,
+            delayed_ack: tcp.delayed_ack,
+            delack_timeout: Time::from_ms_f64(tcp.delack_timeout_ms),
+            rwnd_bytes: tcp.receive_window_bytes,
+            ack_bytes: tcp.ack_bytes,
+        });
+        Ok(TcpFlow {
+            idx,
+            id: f.id.clone(),
+            cc_name: f.cc.clone(),
+            start: Time::from_secs_f64(f.start_s),
+            started: false,
+            app: App::new(f.bytes, tcp.mss_bytes),
+            sender,
+            receiver,
+            ack_route,
+            pace_wait: None,
+            delivered_bytes: 0,
+            completed_at: None,
+            series: FlowSeries {
+                goodput_bps: Vec::with_capacity(nbins),
+                cwnd_bytes: Vec::with_capacity(nbins),
+                srtt_ms: Vec::with_capacity(nbins),
+                ..Default::default()
+            },
+        })
+    }
+
+    fn start(&mut self, net: &mut Net) {
+        self.started = true;
+        self.push(net);
+    }
+
+    /// Send what the windows allow: retransmissions first, then new data.
+    fn push(&mut self, net: &mut Net) {
+        let now = net.now();
+        self.pace_wait = None;
+        let mut out = |p: Packet| {
+            net.send(p);
+        };
+        let mut room = self.sender.retransmit_lost(now, &mut out);
+        if room == Room::Yes {
+            loop {
+                room = self.sender.room(now);
+                if room != Room::Yes {
+                    break;
+                }
+                if !self.app.has_data() {
+                    self.sender.mark_app_limited();
+                    break;
+                }
+                if !self.sender.rwnd_allows_new() {
+                    break;
+                }
+                let (dsn, len) = self.app.take().expect("has data");
+                self.sender.send_new(dsn, len, now, &mut out);
+            }
+        }
+        if let Room::PacedUntil(t) = room {
+            self.pace_wait = Some(t);
+        }
+        self.arm_sender(net);
+    }
+
+    fn arm_sender(&mut self, net: &mut Net) {
+        let d = match (self.sender.xmit_deadline(), self.pace_wait) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        arm(net, &mut self.sender.armed, d, self.idx, 0, Side::Sender);
+    }
+
+    fn on_packet(&mut self, _sub: u16, side: Side, p: &Packet, net: &mut Net) {
+        let now = net.now();
+        match side {
+            Side::Sender => {
+                debug_assert_eq!(p.kind, Kind::Ack);
+                self.sender.on_ack(p, now, &Coupling::NONE);
+                self.push(net);
+            }
+            Side::Receiver => {
+                let (bytes, series_bytes) = (&mut self.delivered_bytes, &mut self.series.bin_bytes);
+                let decision = self.receiver.on_data(p, now, &mut |_, len| {
+                    *bytes += len as u64;
+                    *series_bytes += len as u64;
+                });
+                if self.completed_at.is_none()
+                    && self.app.total_bytes > 0
+                    && self.delivered_bytes >= self.app.total_bytes
+                {
+                    self.completed_at = Some(now);
+                }
+                match decision {
+                    AckDecision::Now => {
+                        let ack = self.receiver.build_ack(self.ack_route);
+                        net.send(ack);
+                    }
+                    AckDecision::Delayed(t) => {
+                        arm(
+                            net,
+                            &mut self.receiver.armed,
+                            Some(t),
+                            self.idx,
+                            0,
+                            Side::Receiver,
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_timer(&mut self, _sub: u16, side: u8, net: &mut Net) {
+        let now = net.now();
+        if side == Side::Sender as u8 {
+            if !take_wake(&mut self.sender.armed, now) {
+                return;
+            }
+            let has_data = self.app.has_data();
+            let app = &mut self.app;
+            let mut out = |p: Packet| {
+                net.send(p);
+            };
+            self.sender.on_timer(now, &mut out, has_data, || app.take());
+            self.push(net);
+        } else {
+            if !take_wake(&mut self.receiver.armed, now) {
+                return;
+            }
+            if self.receiver.on_timer(now) {
+                let ack = self.receiver.build_ack(self.ack_route);
+                net.send(ack);
+            } else {
+                let d = self.receiver.delack_deadline();
+                arm(
+                    net,
+                    &mut self.receiver.armed,
+                    d,
+                    self.idx,
+                    0,
+                    Side::Receiver,
+                );
+            }
+        }
+    }
+
+    fn sample(&mut self, width: Time) {
+        let s = &mut self.series;
+        let w = width.secs_f64();
+        s.goodput_bps.push(if w > 0.0 {
+            s.bin_bytes as f64 * 8.0 / w
+        } else {
+            0.0
+        });
+        s.bin_bytes = 0;
+        s.cwnd_bytes
+            .push(self.sender.cwnd() as f64 * self.sender.cfg.mss as f64);
+        s.srtt_ms.push(self.sender.srtt().ms_f64());
+    }
+
+    fn summarize(&self, end: Time) -> (FlowSummary, Vec<Series>) {
+        let stop = self.completed_at.unwrap_or(end);
+        let active = stop.saturating_sub(self.start).secs_f64();
+        let st = &self.sender.stats;
+        let summary = FlowSummary {
+            id: self.id.clone(),
+            kind: "tcp".into(),
+            cc: self.cc_name.clone(),
+            scheduler: None,
+            mechanisms: Vec::new(),
+            goodput_bps: if active > 0.0 {
+                self.delivered_bytes as f64 * 8.0 / active
+            } else {
+                0.0
+            },
+            delivered_bytes: self.delivered_bytes,
+            sent_packets: st.sent_packets,
+            retransmitted_packets: st.retransmitted_packets,
+            rto_count: st.rto_count,
+            handover_goodput_bps: None,
+            fct_s: self.completed_at.map(|t| (t - self.start).secs_f64()),
+            srtt_ms: if self.sender.srtt() > Time::ZERO {
+                Some(self.sender.srtt().ms_f64())
+            } else {
+                None
+            },
+            subflows: None,
+            receive_buffer: None,
+            send_buffer: None,
+            reorder_delay_ms: None,
+        };
+        let mk = |metric: &'static str, values: &Vec<f64>| Series {
+            flow: self.id.clone(),
+            subflow: String::new(),
+            metric,
+            values: values.clone(),
+        };
+        let series = vec![
+            mk("goodput_bps", &self.series.goodput_bps),
+            mk("cwnd_bytes", &self.series.cwnd_bytes),
+            mk("srtt_ms", &self.series.srtt_ms),
+        ];
+        (summary, series)
+    }
+}

@@ -1,0 +1,1287 @@
+//! The TCP sender: a segment scoreboard with Linux-like loss detection and recovery.
+//!
+//! Sources, by mechanism:
+//! - RTT estimation and the retransmission timer: RFC 6298 (SRTT/RTTVAR, RTO = SRTT +
+//!   max(G, 4 RTTVAR) clamped to [min_rto, max_rto], exponential backoff, Karn's rule), with RTT
+//!   samples taken as Linux `tcp_clean_rtx_queue()`/`tcp_ack_update_rtt()` do: from the oldest
+//!   newly acked never-retransmitted segment, else from the newest SACKed one, else from the
+//!   timestamp echo (RFC 7323) when the ACK advances snd_una.
+//! - Loss detection with SACK: RACK-TLP, RFC 8985 (Linux net/ipv4/tcp_recovery.c): a segment is
+//!   lost when a segment sent after it has been delivered and it has been outstanding for longer
+//!   than RACK.rtt + reo_wnd; reo_wnd = min_rtt/4 unless no reordering was seen and we are in
+//!   recovery or DupThresh segments are SACKed (then 0). Tail loss probes (RFC 8985 section 7,
+//!   Linux `tcp_schedule_loss_probe()`/`tcp_send_loss_probe()`): PTO = 2 SRTT (+ min RTO when one
+//!   packet is outstanding), capped by the RTO.
+//! - Alternatively RFC 6675 DupThresh loss marking (`loss_detection = "dupthresh"`).
+//! - Without SACK: NewReno, RFC 6582 (duplicate ACKs emulate SACKed segments as Linux's
+//!   `tcp_add_reno_sack()` does; the head is retransmitted on the third and on partial ACKs).
+//! - Window reduction in recovery: Proportional Rate Reduction, RFC 6937, as Linux
+//!   `tcp_cwnd_reduction()`; recovery ends with cwnd = ssthresh (`tcp_end_cwnd_reduction()`).
+//! - Retransmission timeout: Linux `tcp_enter_loss()`: every un-SACKed segment marked lost,
+//!   cwnd = 1, slow start, retransmissions in sequence order. F-RTO and undo are not modelled.
+//! - Delivery-rate sampling for BBR: Linux net/ipv4/tcp_rate.c
+//!   (draft-cheng-iccrg-delivery-rate-estimation).
+//! - Pacing (when the congestion control asks for it): one packet every size/rate, like Linux's
+//!   internal pacing; TSO/GSO bursts are not modelled.
+//!
+//! Sequence numbers count segments (every segment but a finite flow's last carries a full MSS);
+//! the scoreboard is a ring of per-segment state from snd_una to snd_nxt.
+
+use super::cc::{AckInfo, CaState, CongestionControl, Coupling, CwndEvent, RateSample, Window};
+use crate::net::packet::{flags, Kind, Packet};
+use railpath_core::Time;
+use railpath_scenario::{LossDetection, TcpConfig};
+use std::collections::VecDeque;
+
+const SACKED: u8 = 1;
+const LOST: u8 = 2;
+/// A retransmission of this segment is in flight.
+const RETRANS: u8 = 4;
+const EVER_RETRANS: u8 = 8;
+
+/// RFC 6675 DupThresh.
+const DUPTHRESH: u32 = 3;
+/// RFC 6298 clock granularity G.
+const CLOCK_GRANULARITY: Time = Time::from_ms(1);
+/// Linux `TCP_RTO_MIN` added to the PTO when a single packet is outstanding (delayed-ACK slack).
+const TLP_SINGLE_PACKET_SLACK: Time = Time::from_ms(200);
+
+#[derive(Debug, Clone, Copy)]
+struct Seg {
+    xmit: Time,
+    dsn: u64,
+    len: u32,
+    flags: u8,
+    /// Rate sampling: `delivered` and `delivered_time` when (re)sent, and the send-window start.
+    delivered: u64,
+    delivered_time: Time,
+    first_tx_time: Time,
+    app_limited: bool,
+}
+
+/// Which timer holds the single retransmission-timer slot (Linux `icsk_pending`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum XmitTimer {
+    Rto,
+    Probe,
+    Reorder,
+}
+
+/// Static configuration of a sender.
+#[derive(Debug, Clone)]
+pub struct SenderConfig {
+    pub mss: u32,
+    pub header: u32,
+    pub initial_window: u32,
+    pub min_rto: Time,
+    pub initial_rto: Time,
+    pub max_rto: Time,
+    pub sack: bool,
+    pub rack: bool,
+    pub tlp: bool,
+}
+
+impl SenderConfig {
+    pub fn from_tcp(c: &TcpConfig) -> SenderConfig {
+        SenderConfig {
+            mss: c.mss_bytes,
+            header: c.header_bytes,
+            initial_window: c.initial_window,
+            min_rto: Time::from_ms_f64(c.min_rto_ms),
+            initial_rto: Time::from_ms_f64(c.initial_rto_ms),
+            max_rto: Time::from_ms_f64(c.max_rto_ms),
+            sack: c.sack,
+            rack: c.loss_detection == LossDetection::Rack,
+            tlp: c.tlp && c.sack,
+        }
+    }
+}
+
+/// Counters reported in summaries.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SenderStats {
+    pub sent_packets: u64,
+    pub retransmitted_packets: u64,
+    pub rto_count: u64,
+    pub tlp_count: u64,
+    pub fast_recoveries: u64,
+}
+
+/// Whether the sender may put a new segment on the wire now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Room {
+    Yes,
+    /// The window (congestion or receive) is full.
+    No,
+    /// Pacing holds the next packet until this time.
+    PacedUntil(Time),
+}
+
+pub struct TcpSender {
+    pub cfg: SenderConfig,
+    pub w: Window,
+    pub cc: Box<dyn CongestionControl>,
+    pub state: CaState,
+    /// Route the data packets take.
+    pub route: u32,
+    snd_una: u64,
+    snd_nxt: u64,
+    segs: VecDeque<Seg>,
+    sacked_out: u32,
+    lost_out: u32,
+    retrans_out: u32,
+    /// Lowest sequence that may hold a lost, not yet retransmitted segment.
+    retx_hint: u64,
+    /// Recovery point (RFC 6582 `recover`, Linux `high_seq`).
+    high_seq: u64,
+    /// Highest SACKed sequence + 1.
+    highest_sacked: u64,
+    // RTT (RFC 6298)
+    srtt: Time,
+    rttvar: Time,
+    rto: Time,
+    backoff: u32,
+    min_rtt: Time,
+    // RACK (RFC 8985)
+    rack_xmit: Time,
+    rack_end_seq: u64,
+    rack_rtt: Time,
+    rack_reord: bool,
+    // TLP
+    tlp_high_seq: Option<u64>,
+    // Timers
+    xmit_timer: Option<(Time, XmitTimer)>,
+    pacing_next: Time,
+    // PRR (RFC 6937)
+    prr_delivered: u32,
+    prr_out: u32,
+    prior_cwnd: u32,
+    // Delivery rate (tcp_rate.c)
+    delivered: u64,
+    delivered_time: Time,
+    first_tx_time: Time,
+    app_limited: u64,
+    lost_total: u64,
+    // cwnd-limited tracking (Linux tcp_cwnd_validate)
+    cwnd_limited: bool,
+    max_in_flight: u32,
+    /// Receive window advertised by the peer, bytes.
+    snd_wnd: u64,
+    /// When false, the owner (MPTCP) enforces the receive window at the data level.
+    pub use_rwnd: bool,
+    pub stats: SenderStats,
+    /// Start of the current wake-up, for the owner's timer bookkeeping.
+    pub armed: Option<Time>,
+    /// Packets delivered since the last loss, and between the last two losses (OLIA).
+    pub delivered_since_loss: u64,
+    pub delivered_between_losses: u64,
+}
+
+/// What an ACK did, for the owner (MPTCP needs the newly acked DSNs; TCP only the count).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AckOutcome {
+    /// Segments newly cumulatively acked or SACKed.
+    pub newly_acked: u32,
+    /// Did the ACK advance snd_una?
+    pub advanced: bool,
+}
+
+impl TcpSender {
+    pub fn new(
+        cfg: SenderConfig,
+        cc: Box<dyn CongestionControl>,
+        route: u32,
+        rwnd: u64,
+    ) -> TcpSender {
+        let w = Window::new(cfg.initial_window, cfg.mss);
+        let rto = cfg.initial_rto;
+        TcpSender {
+            w,
+            cc,
+            state: CaState::Open,
+            route,
+            snd_una: 0,
+            snd_nxt: 0,
+            segs: VecDeque::with_capacity(1024),
+            sacked_out: 0,
+            lost_out: 0,
+            retrans_out: 0,
+            retx_hint: 0,
+            high_seq: 0,
+            highest_sacked: 0,
+            srtt: Time::ZERO,
+            rttvar: Time::ZERO,
+            rto,
+            backoff: 0,
+            min_rtt: Time::MAX,
+            rack_xmit: Time::ZERO,
+            rack_end_seq: 0,
+            rack_rtt: Time::ZERO,
+            rack_reord: false,
+            tlp_high_seq: None,
+            xmit_timer: None,
+            pacing_next: Time::ZERO,
+            prr_delivered: 0,
+            prr_out: 0,
+            prior_cwnd: 0,
+            delivered: 0,
+            delivered_time: Time::ZERO,
+            first_tx_time: Time::ZERO,
+            app_limited: 0,
+            lost_total: 0,
+            cwnd_limited: false,
+            max_in_flight: 0,
+            snd_wnd: rwnd,
+            use_rwnd: true,
+            stats: SenderStats::default(),
+            armed: None,
+            delivered_since_loss: 0,
+            delivered_between_losses: 0,
+            cfg,
+        }
+    }
+
+    // ---- observers ----
+
+    pub fn snd_una(&self) -> u64 {
+        self.snd_una
+    }
+    pub fn snd_nxt(&self) -> u64 {
+        self.snd_nxt
+    }
+    pub fn packets_out(&self) -> u32 {
+        (self.snd_nxt - self.snd_una) as u32
+    }
+    /// Linux `tcp_packets_in_flight()`: packets_out - (sacked_out + lost_out) + retrans_out.
+    pub fn in_flight(&self) -> u32 {
+        (self.packets_out() + self.retrans_out).saturating_sub(self.sacked_out + self.lost_out)
+    }
+    pub fn srtt(&self) -> Time {
+        self.srtt
+    }
+    pub fn rttvar(&self) -> Time {
+        self.rttvar
+    }
+    pub fn min_rtt(&self) -> Time {
+        if self.min_rtt == Time::MAX {
+            Time::ZERO
+        } else {
+            self.min_rtt
+        }
+    }
+    /// Current RTO with backoff applied.
+    pub fn rto(&self) -> Time {
+        self.rto
+            .mul(1u64 << self.backoff.min(30))
+            .min(self.cfg.max_rto)
+    }
+    pub fn cwnd(&self) -> u32 {
+        self.w.cwnd
+    }
+    pub fn lost_out(&self) -> u32 {
+        self.lost_out
+    }
+    pub fn wire_size(&self, len: u32) -> u32 {
+        len + self.cfg.header
+    }
+    /// DSN and length of an outstanding segment (for MPTCP reinjection).
+    pub fn outstanding(&self) -> impl Iterator<Item = (u64, u32, bool)> + '_ {
+        self.segs
+            .iter()
+            .map(|s| (s.dsn, s.len, s.flags & SACKED != 0))
+    }
+    /// Is nothing outstanding?
+    pub fn idle(&self) -> bool {
+        self.snd_nxt == self.snd_una
+    }
+
+    // ---- sending ----
+
+    /// May a packet go out now (window, pacing)? New data additionally needs receive-window
+    /// room, checked by [`TcpSender::rwnd_allows_new`].
+    pub fn room(&mut self, now: Time) -> Room {
+        let in_flight = self.in_flight();
+        if in_flight >= self.w.cwnd {
+            self.cwnd_limited = true;
+            return Room::No;
+        }
+        if self.cc.pacing_rate_bps().is_some() && self.pacing_next > now {
+            return Room::PacedUntil(self.pacing_next);
+        }
+        Room::Yes
+    }
+
+    /// Receive-window room for one more new segment.
+    pub fn rwnd_allows_new(&self) -> bool {
+        !self.use_rwnd
+            || (self.packets_out() as u64 + 1) * self.cfg.mss as u64
+                <= self.snd_wnd.max(self.cfg.mss as u64)
+    }
+
+    /// Is a lost segment waiting for retransmission?
+    pub fn has_retransmit_pending(&mut self) -> bool {
+        self.lost_out > 0 && self.next_lost().is_some()
+    }
+
+    /// Retransmit lost segments while the window allows. Returns the packets to send.
+    pub fn retransmit_lost(&mut self, now: Time, out: &mut impl FnMut(Packet)) -> Room {
+        loop {
+            if !self.has_retransmit_pending() {
+                return Room::Yes;
+            }
+            match self.room(now) {
+                Room::Yes => {}
+                r => return r,
+            }
+            let Some(seq) = self.next_lost() else {
+                return Room::Yes;
+            };
+            self.transmit(seq, now, true, out);
+        }
+    }
+
+    fn next_lost(&mut self) -> Option<u64> {
+        let mut seq = self.retx_hint.max(self.snd_una);
+        while seq < self.snd_nxt {
+            let f = self.segs[(seq - self.snd_una) as usize].flags;
+            if f & LOST != 0 && f & RETRANS == 0 {
+                self.retx_hint = seq;
+                return Some(seq);
+            }
+            seq += 1;
+        }
+        self.retx_hint = self.snd_nxt;
+        None
+    }
+
+    /// Send a new segment carrying data-level `dsn` of `len` bytes. The caller checked `room()`
+    /// and `rwnd_allows_new()`.
+    pub fn send_new(&mut self, dsn: u64, len: u32, now: Time, out: &mut impl FnMut(Packet)) {
+        if self.packets_out() == 0 {
+            // Restarting from idle (Linux tcp_event_data_sent / cwnd_event TX_START).
+            self.cc.cwnd_event(&mut self.w, CwndEvent::TxStart, now);
+        }
+        let seq = self.snd_nxt;
+        self.segs.push_back(Seg {
+            xmit: now,
+            dsn,
+            len,
+            flags: 0,
+            delivered: 0,
+            delivered_time: Time::ZERO,
+            first_tx_time: Time::ZERO,
+            app_limited: false,
+        });
+        self.snd_nxt += 1;
+        self.transmit(seq, now, false, out);
+    }
+
+    /// Put segment `seq` on the wire (first transmission or retransmission).
+    fn transmit(&mut self, seq: u64, now: Time, retrans: bool, out: &mut impl FnMut(Packet)) {
+        let in_flight_before = self.in_flight();
+        if in_flight_before == 0 {
+            // tcp_rate_skb_sent: a new sending window starts when nothing is in flight.
+            self.first_tx_time = now;
+            self.delivered_time = now;
+        }
+        let idx = (seq - self.snd_una) as usize;
+        let app_limited = self.app_limited != 0;
+        let (delivered, delivered_time, first_tx_time) =
+            (self.delivered, self.delivered_time, self.first_tx_time);
+        let s = &mut self.segs[idx];
+        s.xmit = now;
+        s.delivered = delivered;
+        s.delivered_time = delivered_time;
+        s.first_tx_time = first_tx_time;
+        s.app_limited = app_limited;
+        if retrans {
+            s.flags |= RETRANS | EVER_RETRANS;
+            self.retrans_out += 1;
+            self.stats.retransmitted_packets += 1;
+        }
+        if self.state == CaState::Recovery {
+            self.prr_out += 1;
+        }
+        let (dsn, len) = (s.dsn, s.len);
+        self.stats.sent_packets += 1;
+        let size = len + self.cfg.header;
+        if let Some(rate) = self.cc.pacing_rate_bps() {
+            let base = self.pacing_next.max(now);
+            self.pacing_next = base + Time::tx_time(size as u64, rate.max(1));
+        }
+        let inf = self.in_flight();
+        self.max_in_flight = self.max_in_flight.max(inf);
+        out(Packet {
+            route: self.route,
+            kind: Kind::Data,
+            flags: if retrans { flags::RETRANS } else { 0 },
+            size,
+            seq,
+            len,
+            dsn,
+            ts: now,
+            ..Default::default()
+        });
+        // Arm the retransmission timer if it is not running (RFC 6298 5.1), or a probe.
+        if self.xmit_timer.is_none() {
+            self.rearm_rto(now);
+        }
+        if !retrans {
+            self.schedule_probe(now);
+        }
+    }
+
+    /// The owner found no data to send although the window had room: the flow is
+    /// application-limited (Linux `tcp_rate_check_app_limited()`).
+    pub fn mark_app_limited(&mut self) {
+        if self.in_flight() < self.w.cwnd && !self.has_retransmit_pending() {
+            self.app_limited = (self.delivered + self.in_flight() as u64).max(1);
+            self.cwnd_limited = false;
+        }
+    }
+
+    // ---- timers ----
+
+    fn rearm_rto(&mut self, now: Time) {
+        if self.packets_out() == 0 {
+            self.xmit_timer = None;
+            return;
+        }
+        self.xmit_timer = Some((now + self.rto(), XmitTimer::Rto));
+    }
+
+    /// Linux `tcp_schedule_loss_probe()`.
+    fn schedule_probe(&mut self, now: Time) {
+        if !self.cfg.tlp
+            || self.state != CaState::Open
+            || self.packets_out() == 0
+            || self.tlp_high_seq.is_some()
+        {
+            return;
+        }
+        if matches!(self.xmit_timer, Some((_, XmitTimer::Reorder))) {
+            return;
+        }
+        let mut pto = if self.srtt > Time::ZERO {
+            let mut t = self.srtt.mul(2);
+            if self.packets_out() == 1 {
+                t += TLP_SINGLE_PACKET_SLACK;
+            } else {
+                t += Time::from_ms(2);
+            }
+            t
+        } else {
+            self.cfg.initial_rto
+        };
+        // If the RTO would fire earlier, use it (relative to the head's transmission).
+        let head_xmit = self.segs.front().map(|s| s.xmit).unwrap_or(now);
+        let rto_at = head_xmit + self.rto();
+        if rto_at > now {
+            pto = pto.min(rto_at - now);
+        }
+        self.xmit_timer = Some((now + pto, XmitTimer::Probe));
+    }
+
+    /// The timer slot's deadline, if any.
+    pub fn xmit_deadline(&self) -> Option<Time> {
+        self.xmit_timer.map(|(t, _)| t)
+    }
+
+    /// Pacing release time when pacing holds back a packet.
+    pub fn pacing_deadline(&self) -> Time {
+        self.pacing_next
+    }
+
+    /// Run due timers. Returns true if anything fired (the owner then pushes data).
+    pub fn on_timer(
+        &mut self,
+        now: Time,
+        out: &mut impl FnMut(Packet),
+        has_new_data: bool,
+        next_new: impl FnOnce() -> Option<(u64, u32)>,
+    ) -> bool {
+        let Some((t, kind)) = self.xmit_timer else {
+            return false;
+        };
+        if t > now {
+            return false;
+        }
+        self.xmit_timer = None;
+        match kind {
+            XmitTimer::Rto => self.on_rto(now),
+            XmitTimer::Reorder => {
+                // RFC 8985 6.3: re-run detection; newly lost segments are retransmitted.
+                let lost = self.rack_detect_loss(now);
+                if lost > 0 {
+                    self.enter_recovery_if_needed(now);
+                }
+                if self.xmit_timer.is_none() {
+                    self.rearm_rto(now);
+                }
+            }
+            XmitTimer::Probe => {
+                self.send_probe(now, out, has_new_data, next_new);
+            }
+        }
+        true
+    }
+
+    /// Linux `tcp_send_loss_probe()`: new data if possible, else the last segment again.
+    fn send_probe<F: FnOnce() -> Option<(u64, u32)>>(
+        &mut self,
+        now: Time,
+        out: &mut impl FnMut(Packet),
+        has_new_data: bool,
+        next_new: F,
+    ) {
+        if self.packets_out() == 0 {
+            return;
+        }
+        self.stats.tlp_count += 1;
+        if has_new_data && self.rwnd_allows_new() {
+            if let Some((dsn, len)) = next_new() {
+                self.tlp_high_seq = Some(self.snd_nxt + 1);
+                self.send_new(dsn, len, now, out);
+                self.rearm_rto(now);
+                return;
+            }
+        }
+        let seq = self.snd_nxt - 1;
+        let f = self.segs[(seq - self.snd_una) as usize].flags;
+        if f & SACKED == 0 {
+            self.tlp_high_seq = Some(self.snd_nxt);
+            if f & RETRANS != 0 {
+                // Already a retransmission in flight: count it once.
+                self.retrans_out -= 1;
+            }
+            self.transmit(seq, now, true, out);
+        }
+        self.rearm_rto(now);
+    }
+
+    /// Retransmission timeout: Linux `tcp_retransmit_timer()` + `tcp_enter_loss()`.
+    fn on_rto(&mut self, now: Time) {
+        if self.packets_out() == 0 {
+            return;
+        }
+        self.stats.rto_count += 1;
+        if self.state != CaState::Loss || self.backoff == 0 {
+            self.w.ssthresh = self.cc.ssthresh(&self.w, now);
+            self.note_loss_event();
+        }
+        self.cc.set_state(&mut self.w, CaState::Loss, now);
+        self.cc.cwnd_event(&mut self.w, CwndEvent::Loss, now);
+        self.state = CaState::Loss;
+        self.w.cwnd = 1;
+        self.w.cwnd_cnt = 0;
+        self.high_seq = self.snd_nxt;
+        self.tlp_high_seq = None;
+        // Mark every un-SACKed segment lost; retransmissions in flight are presumed lost too.
+        let mut lost = 0;
+        for s in self.segs.iter_mut() {
+            if s.flags & SACKED == 0 {
+                if s.flags & LOST == 0 {
+                    lost += 1;
+                }
+                s.flags = (s.flags | LOST) & !RETRANS;
+            }
+        }
+        self.lost_total += lost as u64;
+        self.lost_out += lost;
+        self.retrans_out = 0;
+        self.retx_hint = self.snd_una;
+        self.backoff += 1;
+        self.pacing_next = now;
+        self.xmit_timer = Some((now + self.rto(), XmitTimer::Rto));
+    }
+
+    fn note_loss_event(&mut self) {
+        self.delivered_between_losses = self.delivered_since_loss;
+        self.delivered_since_loss = 0;
+    }
+
+    // ---- ACK processing ----
+
+    /// Process an ACK. `coupling` gives coupled congestion controls their siblings.
+    pub fn on_ack(&mut self, ack: &Packet, now: Time, coupling: &Coupling) -> AckOutcome {
+        let mut outcome = AckOutcome::default();
+        if ack.ack < self.snd_una || ack.ack > self.snd_nxt {
+            // Old (reordered) ACK or acknowledging unsent data: ignore except for the window.
+            if ack.ack == self.snd_una {
+                self.snd_wnd = ack.rwnd;
+            }
+            return outcome;
+        }
+        let prior_in_flight = self.in_flight();
+        let prior_snd_una = self.snd_una;
+        let prior_lost = self.lost_total;
+        self.snd_wnd = ack.rwnd;
+
+        let mut rs = RateSample {
+            delivered: -1,
+            ..Default::default()
+        };
+        let mut rs_prior_time = None::<Time>;
+        let mut newly = 0u32;
+        let mut sack_rtt: Option<Time> = None;
+        let mut seq_rtt: Option<Time> = None;
+
+        // 1. SACK blocks (RFC 2018 / 6675 scoreboard update).
+        if self.cfg.sack {
+            for &(start, end) in ack.sack_blocks() {
+                let start = start.max(self.snd_una).max(ack.ack);
+                let end = end.min(self.snd_nxt);
+                let mut seq = start;
+                while seq < end {
+                    let idx = (seq - self.snd_una) as usize;
+                    let s = self.segs[idx];
+                    if s.flags & SACKED == 0 {
+                        self.mark_delivered(idx, now, &mut rs, &mut rs_prior_time);
+                        let s2 = &mut self.segs[idx];
+                        s2.flags |= SACKED;
+                        self.sacked_out += 1;
+                        if s.flags & LOST != 0 {
+                            self.lost_out -= 1;
+                        }
+                        if s.flags & RETRANS != 0 {
+                            self.retrans_out -= 1;
+                        }
+                        s2.flags &= !(LOST | RETRANS);
+                        newly += 1;
+                        if s.flags & EVER_RETRANS == 0 {
+                            sack_rtt = Some(now - s.xmit);
+                        }
+                        self.rack_advance(s.xmit, seq + 1, s.flags & EVER_RETRANS != 0, now);
+                        self.note_reordering(seq, s.flags);
+                        self.highest_sacked = self.highest_sacked.max(seq + 1);
+                    }
+                    seq += 1;
+                }
+            }
+        }
+
+        // 2. Cumulative ACK.
+        let mut dupack = false;
+        if ack.ack > self.snd_una {
+            outcome.advanced = true;
+            while self.snd_una < ack.ack {
+                let s = self.segs[0];
+                if s.flags & SACKED == 0 {
+                    self.mark_delivered(0, now, &mut rs, &mut rs_prior_time);
+                    newly += 1;
+                    if s.flags & LOST != 0 {
+                        self.lost_out -= 1;
+                    }
+                    if s.flags & RETRANS != 0 {
+                        self.retrans_out -= 1;
+                    }
+                    if s.flags & EVER_RETRANS == 0 && seq_rtt.is_none() {
+                        seq_rtt = Some(now - s.xmit);
+                    }
+                    self.rack_advance(s.xmit, self.snd_una + 1, s.flags & EVER_RETRANS != 0, now);
+                    self.note_reordering(self.snd_una, s.flags);
+                } else {
+                    self.sacked_out -= 1;
+                }
+                self.segs.pop_front();
+                self.snd_una += 1;
+            }
+            if !self.cfg.sack && self.state == CaState::Recovery {
+                // NewReno: a partial ACK removes the emulated SACKs it covers (tcp_remove_reno_sacks).
+                let acked = (self.snd_una - prior_snd_una) as u32;
+                self.sacked_out = self.sacked_out.saturating_sub(acked.saturating_sub(1));
+            } else if !self.cfg.sack {
+                self.sacked_out = 0;
+            }
+            if self.sacked_out > self.packets_out() {
+                self.sacked_out = self.packets_out();
+            }
+            if self.highest_sacked < self.snd_una {
+                self.highest_sacked = self.snd_una;
+            }
+            self.retx_hint = self.retx_hint.max(self.snd_una);
+            if let Some(h) = self.tlp_high_seq {
+                if self.snd_una >= h {
+                    self.tlp_high_seq = None;
+                }
+            }
+        } else if ack.ack == self.snd_una && self.packets_out() > 0 && newly == 0 && ack.nsack == 0
+        {
+            dupack = true;
+            if !self.cfg.sack && self.sacked_out + 1 < self.packets_out() {
+                // Each duplicate ACK means one segment left the network (Linux
+                // tcp_add_reno_sack(): sacked_out and delivered both count it).
+                self.sacked_out += 1;
+                self.delivered += 1;
+                newly += 1;
+            }
+        }
+        outcome.newly_acked = newly;
+
+        // 3. RTT sample (Karn; timestamps as the fallback when the ACK advanced snd_una).
+        let rtt = seq_rtt.or(sack_rtt).or_else(|| {
+            if outcome.advanced && ack.ts_ecr > Time::ZERO && ack.ts_ecr <= now {
+                Some(now - ack.ts_ecr)
+            } else {
+                None
+            }
+        });
+        if let Some(r) = rtt {
+            self.rtt_sample(r);
+        }
+        self.delivered_since_loss += newly as u64;
+
+        // 4. Loss detection.
+        let mut newly_lost = 0;
+        if self.cfg.sack {
+            if self.cfg.rack {
+                if self.sacked_out > 0 || self.retrans_out > 0 || self.lost_out > 0 {
+                    newly_lost = self.rack_detect_loss(now);
+                }
+            } else if self.sacked_out > 0 {
+                newly_lost = self.dupthresh_detect_loss();
+            }
+        } else {
+            newly_lost = self.newreno_on_ack(outcome.advanced);
+        }
+        if newly_lost > 0 || (self.lost_out > 0 && self.state < CaState::Recovery) {
+            self.enter_recovery_if_needed(now);
+        } else if self.state == CaState::Open && (self.sacked_out > 0 || dupack) {
+            self.state = CaState::Disorder;
+        }
+
+        // 5. End of recovery.
+        match self.state {
+            CaState::Recovery if self.snd_una >= self.high_seq => {
+                if self.w.ssthresh < u32::MAX {
+                    self.w.cwnd = self.w.ssthresh.max(1);
+                }
+                self.cc.cwnd_event(&mut self.w, CwndEvent::CompleteCwr, now);
+                self.state = CaState::Open;
+                self.cc.set_state(&mut self.w, CaState::Open, now);
+            }
+            CaState::Loss if self.snd_una >= self.high_seq => {
+                self.state = CaState::Open;
+                self.cc.set_state(&mut self.w, CaState::Open, now);
+            }
+            CaState::Disorder if self.sacked_out == 0 && self.lost_out == 0 => {
+                self.state = CaState::Open;
+            }
+            _ => {}
+        }
+        if outcome.advanced && rtt.is_some() {
+            // RFC 6298 5.7 / Linux tcp_ack_update_rtt: a valid sample clears the backoff.
+            self.backoff = 0;
+        }
+
+        // 6. Delivery-rate sample (tcp_rate_gen).
+        if self.app_limited != 0 && self.delivered > self.app_limited {
+            self.app_limited = 0;
+        }
+        if let Some(prior_time) = rs_prior_time {
+            rs.delivered = (self.delivered - rs.prior_delivered) as i64;
+            let ack_elapsed = now - prior_time;
+            rs.interval = rs.interval.max(ack_elapsed);
+            if rs.interval < self.min_rtt() {
+                rs.interval = Time::ZERO;
+                rs.delivered = -1;
+            }
+        }
+        rs.prior_in_flight = prior_in_flight;
+        rs.acked_sacked = newly;
+        rs.losses = (self.lost_total - prior_lost) as u32;
+        rs.total_delivered = self.delivered;
+        rs.total_lost = self.lost_total;
+        rs.in_flight = self.in_flight();
+        rs.ca_state = Some(self.state);
+        rs.rtt = rtt;
+
+        // 7. Congestion control (Linux tcp_cong_control).
+        let info = AckInfo {
+            now,
+            acked: newly,
+            rtt,
+            srtt: self.srtt,
+            min_rtt: self.min_rtt(),
+            prior_in_flight,
+            in_flight: self.in_flight(),
+            cwnd_limited: self.cwnd_limited
+                || self.w.in_slow_start() && prior_in_flight * 2 >= self.w.cwnd,
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_nxt,
+        };
+        if newly > 0 || rtt.is_some() {
+            self.cc.pkts_acked(&self.w, &info);
+        }
+        if !self.cc.cong_control(&mut self.w, &rs, &info) {
+            if self.state == CaState::Recovery {
+                self.prr_update(newly, newly_lost, outcome.advanced);
+            } else if newly > 0 {
+                self.cc.cong_avoid(&mut self.w, &info, coupling);
+            }
+        }
+        if self.w.cwnd == 0 {
+            self.w.cwnd = 1;
+        }
+        self.cwnd_limited = false;
+
+        // 8. Timers (Linux tcp_set_xmit_timer).
+        if self.packets_out() == 0 {
+            self.xmit_timer = None;
+        } else if outcome.advanced || self.xmit_timer.is_none() {
+            self.rearm_rto(now);
+            self.schedule_probe(now);
+        }
+        outcome
+    }
+
+    /// tcp_rate_skb_delivered for the segment at `idx`.
+    fn mark_delivered(
+        &mut self,
+        idx: usize,
+        now: Time,
+        rs: &mut RateSample,
+        prior_time: &mut Option<Time>,
+    ) {
+        let s = self.segs[idx];
+        self.delivered += 1;
+        self.delivered_time = now;
+        if prior_time.is_none() || s.delivered >= rs.prior_delivered {
+            rs.prior_delivered = s.delivered;
+            *prior_time = Some(s.delivered_time);
+            rs.is_app_limited = s.app_limited;
+            rs.interval = s.xmit.saturating_sub(s.first_tx_time);
+            self.first_tx_time = s.xmit;
+        }
+    }
+
+    /// RFC 8985 6.2 (RACK.reord): a never-retransmitted segment delivered below the highest
+    /// SACKed one arrived out of order.
+    fn note_reordering(&mut self, seq: u64, seg_flags: u8) {
+        if seg_flags & (EVER_RETRANS | LOST) == 0 && seq + 1 < self.highest_sacked {
+            self.rack_reord = true;
+        }
+    }
+
+    /// RFC 6298 section 2.
+    fn rtt_sample(&mut self, r: Time) {
+        let r = r.max(Time::from_us(1));
+        if self.srtt == Time::ZERO {
+            self.srtt = r;
+            self.rttvar = r.div(2);
+        } else {
+            let diff = if self.srtt > r {
+                self.srtt - r
+            } else {
+                r - self.srtt
+            };
+            self.rttvar = Time((3 * self.rttvar.0 + diff.0) / 4);
+            self.srtt = Time((7 * self.srtt.0 + r.0) / 8);
+        }
+        self.min_rtt = self.min_rtt.min(r);
+        let rto = self.srtt + self.rttvar.mul(4).max(CLOCK_GRANULARITY);
+        self.rto = rto.max(self.cfg.min_rto).min(self.cfg.max_rto);
+    }
+
+    /// RFC 8985 6.2 step 2 (RACK_update): remember the most recently sent delivered segment.
+    fn rack_advance(&mut self, xmit: Time, end_seq: u64, ever_retrans: bool, now: Time) {
+        let rtt = now - xmit;
+        if ever_retrans && rtt < self.min_rtt() {
+            // Possibly the ACK of the original transmission: not a valid sample.
+            return;
+        }
+        if xmit > self.rack_xmit || (xmit == self.rack_xmit && end_seq > self.rack_end_seq) {
+            self.rack_xmit = xmit;
+            self.rack_end_seq = end_seq;
+            self.rack_rtt = rtt;
+        }
+    }
+
+    /// RFC 8985 6.2 step 4 (RACK_reo_wnd).
+    fn rack_reo_wnd(&self) -> Time {
+        if !self.rack_reord && (self.state >= CaState::Recovery || self.sacked_out >= DUPTHRESH) {
+            return Time::ZERO;
+        }
+        self.min_rtt().div(4).min(self.srtt)
+    }
+
+    /// RFC 8985 6.2 step 5 (RACK_detect_loss); returns segments newly marked lost and arms the
+    /// reordering timer for those not yet expired.
+    fn rack_detect_loss(&mut self, now: Time) -> u32 {
+        let reo_wnd = self.rack_reo_wnd();
+        let mut timeout = Time::ZERO;
+        let mut newly = 0;
+        let mut seq = self.snd_una;
+        while seq < self.snd_nxt {
+            let idx = (seq - self.snd_una) as usize;
+            let s = self.segs[idx];
+            seq += 1;
+            if s.flags & SACKED != 0 {
+                continue;
+            }
+            let sent_before =
+                s.xmit < self.rack_xmit || (s.xmit == self.rack_xmit && seq < self.rack_end_seq);
+            if !sent_before {
+                if s.flags & EVER_RETRANS == 0 {
+                    // Sequence order equals send order for first transmissions: nothing later
+                    // can have been sent before RACK.xmit (see module notes).
+                    break;
+                }
+                continue;
+            }
+            if s.flags & LOST != 0 && s.flags & RETRANS == 0 {
+                continue; // already marked, awaiting retransmission
+            }
+            let deadline = s.xmit + self.rack_rtt + reo_wnd;
+            if deadline <= now {
+                // A lost retransmission is marked for retransmission again; lost_out counts
+                // each segment once.
+                let s = &mut self.segs[idx];
+                if s.flags & RETRANS != 0 {
+                    s.flags &= !RETRANS;
+                    self.retrans_out -= 1;
+                }
+                if s.flags & LOST == 0 {
+                    self.lost_out += 1;
+                }
+                s.flags |= LOST;
+                newly += 1;
+                self.lost_total += 1;
+                if seq - 1 < self.retx_hint {
+                    self.retx_hint = seq - 1;
+                }
+            } else {
+                timeout = timeout.max(deadline - now);
+            }
+        }
+        if timeout > Time::ZERO {
+            self.xmit_timer = Some((now + timeout, XmitTimer::Reorder));
+        }
+        newly
+    }
+
+    /// RFC 6675 IsLost: un-SACKed segments below the DupThresh-th highest SACKed segment.
+    fn dupthresh_detect_loss(&mut self) -> u32 {
+        let mut count = 0;
+        let mut limit = None;
+        for seq in (self.snd_una..self.highest_sacked.min(self.snd_nxt)).rev() {
+            if self.segs[(seq - self.snd_una) as usize].flags & SACKED != 0 {
+                count += 1;
+                if count == DUPTHRESH {
+                    limit = Some(seq);
+                    break;
+                }
+            }
+        }
+        let Some(limit) = limit else { return 0 };
+        let mut newly = 0;
+        for seq in self.snd_una..limit {
+            let idx = (seq - self.snd_una) as usize;
+            let f = self.segs[idx].flags;
+            if f & (SACKED | LOST | EVER_RETRANS) == 0 {
+                self.segs[idx].flags |= LOST;
+                self.lost_out += 1;
+                self.lost_total += 1;
+                newly += 1;
+                self.retx_hint = self.retx_hint.min(seq);
+            }
+        }
+        newly
+    }
+
+    /// RFC 6582 with Linux's SACK emulation. Returns segments newly marked lost.
+    fn newreno_on_ack(&mut self, advanced: bool) -> u32 {
+        let head_unmarked = self.packets_out() > 0 && self.segs[0].flags & (LOST | RETRANS) == 0;
+        let mut newly = 0;
+        if self.state < CaState::Recovery {
+            // Fast retransmit after DupThresh duplicates, unless still below `recover`
+            // (RFC 6582 section 3.2 step 2).
+            if self.sacked_out >= DUPTHRESH && head_unmarked && self.snd_una >= self.high_seq {
+                self.segs[0].flags |= LOST;
+                self.lost_out += 1;
+                self.lost_total += 1;
+                newly = 1;
+                self.retx_hint = self.snd_una;
+            }
+        } else if self.state == CaState::Recovery
+            && advanced
+            && self.snd_una < self.high_seq
+            && head_unmarked
+        {
+            // Partial ACK: the next hole is lost too (RFC 6582 section 3.2 step 5).
+            self.segs[0].flags |= LOST;
+            self.lost_out += 1;
+            self.lost_total += 1;
+            newly = 1;
+            self.retx_hint = self.snd_una;
+        }
+        newly
+    }
+
+    /// Enter fast recovery (Linux `tcp_enter_recovery()` + `tcp_init_cwnd_reduction()`).
+    fn enter_recovery_if_needed(&mut self, now: Time) {
+        if self.state >= CaState::Recovery {
+            return;
+        }
+        self.stats.fast_recoveries += 1;
+        self.note_loss_event();
+        self.high_seq = self.snd_nxt;
+        self.tlp_high_seq = None;
+        self.prior_cwnd = self.w.cwnd;
+        self.prr_delivered = 0;
+        self.prr_out = 0;
+        self.w.ssthresh = self.cc.ssthresh(&self.w, now);
+        self.w.cwnd_cnt = 0;
+        self.state = CaState::Recovery;
+        self.cc.set_state(&mut self.w, CaState::Recovery, now);
+    }
+
+    /// RFC 6937 PRR as Linux `tcp_cwnd_reduction()`.
+    fn prr_update(&mut self, newly_acked: u32, newly_lost: u32, advanced: bool) {
+        if newly_acked == 0 || self.prior_cwnd == 0 {
+            return;
+        }
+        self.prr_delivered += newly_acked;
+        let in_flight = self.in_flight() as i64;
+        let delta = self.w.ssthresh as i64 - in_flight;
+        let mut sndcnt: i64 = if delta < 0 {
+            let dividend =
+                self.w.ssthresh as u64 * self.prr_delivered as u64 + self.prior_cwnd as u64 - 1;
+            (dividend / self.prior_cwnd as u64) as i64 - self.prr_out as i64
+        } else if advanced && newly_lost == 0 {
+            delta.min((self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked as i64) + 1)
+        } else {
+            delta.min(newly_acked as i64)
+        };
+        // Force a fast retransmit on entering recovery.
+        sndcnt = sndcnt.max(if self.prr_out > 0 { 0 } else { 1 });
+        self.w.cwnd = (in_flight + sndcnt).max(1) as u32;
+    }
+
+    /// Update the peer's advertised window (window-update ACKs).
+    pub fn set_snd_wnd(&mut self, w: u64) {
+        self.snd_wnd = w;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::cc::newreno::NewReno;
+
+    fn cfg(sack: bool, rack: bool) -> SenderConfig {
+        SenderConfig {
+            mss: 1000,
+            header: 50,
+            initial_window: 10,
+            min_rto: Time::from_ms(200),
+            initial_rto: Time::from_secs(1),
+            max_rto: Time::from_secs(120),
+            sack,
+            rack,
+            tlp: sack,
+        }
+    }
+
+    fn sender(sack: bool, rack: bool) -> TcpSender {
+        TcpSender::new(cfg(sack, rack), Box::new(NewReno), 0, 1 << 30)
+    }
+
+    fn send_n(s: &mut TcpSender, n: u64, now: Time) -> Vec<Packet> {
+        let mut v = Vec::new();
+        for _ in 0..n {
+            let d = s.snd_nxt();
+            s.send_new(d, 1000, now, &mut |p| v.push(p));
+        }
+        v
+    }
+
+    fn ack(cum: u64, sacks: &[(u64, u64)], ts_ecr: Time) -> Packet {
+        let mut p = Packet {
+            kind: Kind::Ack,
+            ack: cum,
+            rwnd: 1 << 30,
+            ts_ecr,
+            ..Default::default()
+        };
+        for (i, b) in sacks.iter().enumerate() {
+            p.sack[i] = *b;
+        }
+        p.nsack = sacks.len() as u8;
+        p
+    }
+
+    #[test]
+    fn rfc6298_rto_from_first_samples() {
+        let mut s = sender(true, true);
+        s.rtt_sample(Time::from_ms(100));
+        // SRTT = 100, RTTVAR = 50, RTO = 100 + 4*50 = 300 ms.
+        assert_eq!(
+            (s.srtt(), s.rttvar(), s.rto()),
+            (Time::from_ms(100), Time::from_ms(50), Time::from_ms(300))
+        );
+        s.rtt_sample(Time::from_ms(60));
+        // RTTVAR = 3/4*50 + 1/4*40 = 47.5; SRTT = 7/8*100 + 1/8*60 = 95; RTO = 95 + 190 = 285.
+        assert_eq!(s.rttvar(), Time::from_us(47_500));
+        assert_eq!(s.srtt(), Time::from_ms(95));
+        assert_eq!(s.rto(), Time::from_ms(285));
+        // Small RTTs are clamped to the 200 ms minimum.
+        let mut t = sender(true, true);
+        t.rtt_sample(Time::from_ms(10));
+        assert_eq!(t.rto(), Time::from_ms(200));
+    }
+
+    #[test]
+    fn initial_window_and_cumulative_ack() {
+        let mut s = sender(true, true);
+        let t0 = Time::ZERO;
+        assert_eq!(send_n(&mut s, 10, t0).len(), 10);
+        assert_eq!(s.room(t0), Room::No, "initial window of 10 is full");
+        let t1 = Time::from_ms(50);
+        let out = s.on_ack(&ack(2, &[], t0), t1, &Coupling::NONE);
+        assert_eq!(out.newly_acked, 2);
+        assert_eq!(s.srtt(), Time::from_ms(50));
+        // Slow start: cwnd grows by the 2 packets acked.
+        assert_eq!(s.cwnd(), 12);
+        assert_eq!(s.in_flight(), 8);
+    }
+
+    #[test]
+    fn rack_marks_hole_lost_after_three_sacks_and_prr_retransmits() {
+        let mut s = sender(true, true);
+        let t0 = Time::ZERO;
+        send_n(&mut s, 10, t0);
+        // Segment 0 lost; 1..4 SACKed at 50 ms. No reordering seen, SACKed >= DupThresh:
+        // reo_wnd = 0, so seg 0 (sent before RACK.xmit, outstanding 50 ms >= RACK.rtt 50 ms)
+        // is lost at once.
+        let t1 = Time::from_ms(50);
+        let _ = s.on_ack(&ack(0, &[(1, 3)], t0), t1, &Coupling::NONE);
+        assert_eq!(s.state, CaState::Disorder, "two SACKed segments: not yet");
+        let _ = s.on_ack(&ack(0, &[(1, 5)], t0), t1, &Coupling::NONE);
+        assert_eq!(s.state, CaState::Recovery);
+        assert_eq!(s.lost_out(), 1);
+        // NewReno ssthresh = 10/2 = 5.
+        assert_eq!(s.w.ssthresh, 5);
+        // PRR: in_flight = 10 - 4 SACKed - 1 lost = 5 <= ssthresh 5 -> delta 0; forced 1.
+        assert_eq!(s.cwnd(), 6);
+        let mut sent = Vec::new();
+        s.retransmit_lost(t1, &mut |p| sent.push(p));
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].seq, 0);
+        assert_eq!(sent[0].flags & flags::RETRANS, flags::RETRANS);
+        // The retransmission fills the hole: everything up to 10 acked except 5..10 in flight.
+        let _ = s.on_ack(&ack(5, &[], t1), Time::from_ms(100), &Coupling::NONE);
+        assert_eq!(s.state, CaState::Recovery, "high_seq is 10");
+        let _ = s.on_ack(&ack(10, &[], t1), Time::from_ms(101), &Coupling::NONE);
+        assert_eq!(s.state, CaState::Open);
+        // Recovery ends with cwnd = ssthresh = 5, then (as Linux tcp_cong_control does on the
+        // same ACK) congestion avoidance counts the 5 segments acked: one more packet.
+        assert_eq!(s.cwnd(), 6);
+    }
+
+    #[test]
+    fn rack_waits_reo_wnd_when_few_sacks() {
+        let mut s = sender(true, true);
+        s.rtt_sample(Time::from_ms(40)); // min_rtt 40 -> reo_wnd 10 ms
+        let t0 = Time::from_ms(1000);
+        send_n(&mut s, 3, t0);
+        // Seg 2 SACKed at t0+40: seg 0, 1 sent at the same time but earlier in sequence.
+        let _ = s.on_ack(
+            &ack(0, &[(2, 3)], t0),
+            t0 + Time::from_ms(40),
+            &Coupling::NONE,
+        );
+        assert_eq!(s.lost_out(), 0, "within RACK.rtt + reo_wnd");
+        // The reordering timer is set for RACK.rtt + reo_wnd = 50 ms after the send.
+        assert_eq!(s.xmit_deadline(), Some(t0 + Time::from_ms(50)));
+        let mut v = Vec::new();
+        assert!(s.on_timer(t0 + Time::from_ms(50), &mut |p| v.push(p), false, || None));
+        assert_eq!(s.lost_out(), 2);
+        assert_eq!(s.state, CaState::Recovery);
+    }
+
+    #[test]
+    fn newreno_without_sack_three_dupacks_then_partial_ack() {
+        let mut s = sender(false, false);
+        let t0 = Time::ZERO;
+        send_n(&mut s, 10, t0);
+        let t1 = Time::from_ms(50);
+        for _ in 0..2 {
+            s.on_ack(&ack(0, &[], t0), t1, &Coupling::NONE);
+        }
+        assert_eq!(s.lost_out(), 0);
+        s.on_ack(&ack(0, &[], t0), t1, &Coupling::NONE);
+        assert_eq!((s.state, s.lost_out()), (CaState::Recovery, 1));
+        let mut v = Vec::new();
+        s.retransmit_lost(t1, &mut |p| v.push(p));
+        assert_eq!(v.iter().map(|p| p.seq).collect::<Vec<_>>(), vec![0]);
+        // Partial ACK up to 3 (segment 3 also lost): the head is marked lost. The emulated SACK
+        // count drops by acked - 1 = 2 to 1, so in flight = 7 - (1 + 1) = 5 = ssthresh and PRR
+        // (delta 0) sends nothing yet.
+        s.on_ack(&ack(3, &[], t1), Time::from_ms(100), &Coupling::NONE);
+        assert_eq!(s.state, CaState::Recovery);
+        assert_eq!(s.lost_out(), 1);
+        v.clear();
+        s.retransmit_lost(Time::from_ms(100), &mut |p| v.push(p));
+        assert!(v.is_empty());
+        // The next duplicate ACK frees one packet: segment 3 is retransmitted.
+        s.on_ack(&ack(3, &[], t1), Time::from_ms(101), &Coupling::NONE);
+        s.retransmit_lost(Time::from_ms(101), &mut |p| v.push(p));
+        assert_eq!(v.iter().map(|p| p.seq).collect::<Vec<_>>(), vec![3]);
+    }
+
+    #[test]
+    fn rto_marks_all_lost_and_backs_off() {
+        let mut s = sender(true, true);
+        send_n(&mut s, 4, Time::ZERO);
+        // Without RTT samples the timer is the initial RTO (1 s); the first send armed a probe
+        // at the initial RTO as well.
+        let t = s.xmit_deadline().unwrap();
+        assert_eq!(t, Time::from_secs(1));
+        let mut v = Vec::new();
+        // Probe fires first (no SRTT yet -> PTO = initial RTO): retransmits the tail.
+        s.on_timer(t, &mut |p| v.push(p), false, || None);
+        assert_eq!(v.last().map(|p| p.seq), Some(3));
+        let t2 = s.xmit_deadline().unwrap();
+        s.on_timer(t2, &mut |p| v.push(p), false, || None);
+        assert_eq!(s.state, CaState::Loss);
+        assert_eq!(s.cwnd(), 1);
+        assert_eq!(s.lost_out(), 4);
+        assert_eq!(s.stats.rto_count, 1);
+        // Backoff doubles the RTO.
+        assert_eq!(s.rto(), Time::from_secs(2));
+        v.clear();
+        s.retransmit_lost(t2, &mut |p| v.push(p));
+        assert_eq!(v.len(), 1, "cwnd 1 after RTO");
+        assert_eq!(v[0].seq, 0);
+    }
+
+    #[test]
+    fn rate_sample_over_one_round() {
+        let mut s = sender(true, true);
+        let t0 = Time::from_ms(0);
+        send_n(&mut s, 10, t0);
+        // All 10 acked 100 ms later: 10 packets delivered over max(send 0, ack 100 ms).
+        struct Probe(std::sync::Arc<std::sync::Mutex<Vec<RateSample>>>);
+        impl CongestionControl for Probe {
+            fn name(&self) -> &'static str {
+                "probe"
+            }
+            fn ssthresh(&mut self, w: &Window, _: Time) -> u32 {
+                w.cwnd / 2
+            }
+            fn cong_avoid(&mut self, _: &mut Window, _: &AckInfo, _: &Coupling) {}
+            fn cong_control(&mut self, _: &mut Window, rs: &RateSample, _: &AckInfo) -> bool {
+                self.0.lock().unwrap().push(*rs);
+                true
+            }
+        }
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        s.cc = Box::new(Probe(log.clone()));
+        s.on_ack(&ack(10, &[], t0), Time::from_ms(100), &Coupling::NONE);
+        let rs = log.lock().unwrap()[0];
+        assert_eq!(rs.delivered, 10);
+        assert_eq!(rs.interval, Time::from_ms(100));
+        assert_eq!(rs.acked_sacked, 10);
+    }
+}

@@ -1,0 +1,59 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use railpath_scenario::{parse_str, Scenario};
+use railpath_sim::results::{FlowSummary, LinkSummary, RunResults};
+
+pub fn scenario(text: &str) -> Scenario {
+    let s = parse_str(text, "test.toml").expect("parse");
+    s.validate().expect("valid");
+    s
+}
+
+pub fn run(text: &str) -> RunResults {
+    railpath_sim::run(&scenario(text)).expect("run")
+}
+
+pub fn flow<'a>(r: &'a RunResults, id: &str) -> &'a FlowSummary {
+    r.summary.flows.iter().find(|f| f.id == id).expect("flow")
+}
+
+pub fn link<'a>(r: &'a RunResults, id: &str) -> &'a LinkSummary {
+    r.summary.links.iter().find(|l| l.id == id).expect("link")
+}
+
+/// One bulk TCP flow over one link.
+pub fn one_flow(
+    cc: &str,
+    rate_mbps: f64,
+    delay_ms: f64,
+    buffer: u32,
+    duration_s: f64,
+    extra_link: &str,
+) -> String {
+    format!(
+        r#"
+[run]
+duration_s = {duration_s}
+seed = 1
+
+[[link]]
+id = "a"
+rate_mbps = {rate_mbps}
+delay_ms = {delay_ms}
+buffer_packets = {buffer}
+{extra_link}
+
+[[flow]]
+id = "f"
+kind = "tcp"
+cc = "{cc}"
+paths = ["a"]
+"#
+    )
+}
+
+/// rate x 1448/1500: what TCP with timestamps can deliver to the application.
+pub fn achievable_bps(rate_mbps: f64) -> f64 {
+    rate_mbps * 1e6 * 1448.0 / 1500.0
+}
