@@ -1,0 +1,239 @@
+//! From a scenario `[[link]]` to the emulator's per-direction link configuration. The defaults of
+//! the reverse (ACK) direction follow the scenario schema (`crates/scenario`): reverse rate =
+//! data rate (100 Mbit/s when the data direction is a trace), reverse delay = `delay_ms`, reverse
+//! buffer = the data buffer; `schedule` steps change the data direction only; `outages` cut both
+//! directions (a handover interrupts the radio both ways).
+
+use crate::model::{Buffer, DirConfig, Service, Step};
+use railpath_core::Time;
+use railpath_scenario::{Link, Scenario, ScenarioError};
+use std::sync::Arc;
+
+/// Default drop-tail buffer when a link gives neither `buffer_packets` nor `buffer_bytes`.
+pub const DEFAULT_BUFFER_PACKETS: u32 = 100;
+/// Reverse rate used when the data direction is a trace and no `reverse_rate_mbps` is given.
+pub const DEFAULT_TRACE_REVERSE_RATE_MBPS: f64 = 100.0;
+
+/// Everything the emulator needs to know about one carrier link.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkConfig {
+    pub id: String,
+    /// Server -> train (the scenario's data direction).
+    pub data: DirConfig,
+    /// Train -> server (ACKs, uploads).
+    pub reverse: DirConfig,
+    /// Data-direction schedule steps.
+    pub steps: Vec<Step>,
+    /// Outage windows (start, duration) from the start of the run, both directions.
+    pub outages: Vec<(Time, Time)>,
+}
+
+fn mbps_to_bps(file: &str, key: &str, mbps: f64) -> Result<u64, ScenarioError> {
+    if !(mbps.is_finite() && mbps > 0.0) {
+        return Err(ScenarioError::new(
+            file,
+            key,
+            format!("expected a rate in Mbit/s > 0, found {mbps}"),
+        ));
+    }
+    Ok((mbps * 1e6).round().max(1.0) as u64)
+}
+
+fn ms(file: &str, key: &str, v: f64) -> Result<Time, ScenarioError> {
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(ScenarioError::new(
+            file,
+            key,
+            format!("expected milliseconds >= 0, found {v}"),
+        ));
+    }
+    Ok(Time::from_ms_f64(v))
+}
+
+impl LinkConfig {
+    /// The link `i` of a (validated, traces loaded) scenario.
+    pub fn from_scenario_link(s: &Scenario, i: usize) -> Result<LinkConfig, ScenarioError> {
+        let l: &Link = &s.links[i];
+        let file = s.source.as_str();
+        let k = |f: &str| format!("link[{i}].{f}");
+        let data_service = match (&l.trace, &l.trace_ms, l.rate_mbps) {
+            (Some(_), Some(t), _) => Service::Trace(Arc::new(t.clone())),
+            (Some(_), None, _) => {
+                return Err(ScenarioError::new(
+                    file,
+                    k("trace"),
+                    "trace file named but not loaded (use railpath_scenario::load)",
+                ))
+            }
+            (None, _, Some(r)) => Service::Rate(mbps_to_bps(file, &k("rate_mbps"), r)?),
+            (None, _, None) => {
+                return Err(ScenarioError::new(
+                    file,
+                    k("rate_mbps"),
+                    "required (a rate in Mbit/s > 0) unless trace is given",
+                ))
+            }
+        };
+        let buffer = match (l.buffer_packets, l.buffer_bytes) {
+            (Some(p), _) => Buffer::Packets(p),
+            (None, Some(b)) => Buffer::Bytes(b),
+            (None, None) => Buffer::Packets(DEFAULT_BUFFER_PACKETS),
+        };
+        let reverse_service = match (&l.reverse_trace, &l.reverse_trace_ms, l.reverse_rate_mbps) {
+            (Some(_), Some(t), _) => Service::Trace(Arc::new(t.clone())),
+            (Some(_), None, _) => {
+                return Err(ScenarioError::new(
+                    file,
+                    k("reverse_trace"),
+                    "trace file named but not loaded (use railpath_scenario::load)",
+                ))
+            }
+            (None, _, Some(r)) => Service::Rate(mbps_to_bps(file, &k("reverse_rate_mbps"), r)?),
+            (None, _, None) => match &data_service {
+                Service::Rate(r) => Service::Rate(*r),
+                Service::Trace(_) => Service::Rate((DEFAULT_TRACE_REVERSE_RATE_MBPS * 1e6) as u64),
+            },
+        };
+        let data = DirConfig {
+            service: data_service,
+            delay: ms(file, &k("delay_ms"), l.delay_ms)?,
+            loss: l.loss,
+            buffer,
+            outage_mode: l.outage_mode,
+        };
+        let reverse = DirConfig {
+            service: reverse_service,
+            delay: ms(
+                file,
+                &k("reverse_delay_ms"),
+                l.reverse_delay_ms.unwrap_or(l.delay_ms),
+            )?,
+            loss: l.reverse_loss,
+            buffer: l
+                .reverse_buffer_packets
+                .map(Buffer::Packets)
+                .unwrap_or(buffer),
+            outage_mode: l.outage_mode,
+        };
+        let mut steps = Vec::new();
+        for (j, st) in l.schedule.iter().enumerate() {
+            let sk = |f: &str| format!("link[{i}].schedule[{j}].{f}");
+            if !(st.t_s.is_finite() && st.t_s >= 0.0) {
+                return Err(ScenarioError::new(
+                    file,
+                    sk("t_s"),
+                    format!("expected seconds >= 0, found {}", st.t_s),
+                ));
+            }
+            let rate_bps = st
+                .rate_mbps
+                .map(|r| mbps_to_bps(file, &sk("rate_mbps"), r))
+                .transpose()?;
+            if rate_bps.is_some() && l.trace.is_some() {
+                return Err(ScenarioError::new(
+                    file,
+                    sk("rate_mbps"),
+                    "a traced link has no rate to change",
+                ));
+            }
+            steps.push(Step {
+                t: Time::from_secs_f64(st.t_s),
+                rate_bps,
+                delay: st
+                    .delay_ms
+                    .map(|d| ms(file, &sk("delay_ms"), d))
+                    .transpose()?,
+                loss: st.loss,
+            });
+        }
+        steps.sort_by_key(|s| s.t);
+        let mut outages = Vec::new();
+        for (j, o) in l.outages.iter().enumerate() {
+            if !(o.start_s.is_finite() && o.start_s >= 0.0) {
+                return Err(ScenarioError::new(
+                    file,
+                    format!("link[{i}].outages[{j}].start_s"),
+                    format!("expected seconds >= 0, found {}", o.start_s),
+                ));
+            }
+            let d = ms(
+                file,
+                &format!("link[{i}].outages[{j}].duration_ms"),
+                o.duration_ms,
+            )?;
+            outages.push((Time::from_secs_f64(o.start_s), d));
+        }
+        Ok(LinkConfig {
+            id: l.id.clone(),
+            data,
+            reverse,
+            steps,
+            outages,
+        })
+    }
+
+    /// Every link of a scenario.
+    pub fn all_from_scenario(s: &Scenario) -> Result<Vec<LinkConfig>, ScenarioError> {
+        (0..s.links.len())
+            .map(|i| LinkConfig::from_scenario_link(s, i))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use railpath_scenario::{parse_str, OutageMode};
+
+    #[test]
+    fn defaults_and_reverse_direction() {
+        let s = parse_str(
+            r#"
+[run]
+duration_s = 10
+[[link]]
+id = "a"
+rate_mbps = 40
+delay_ms = 45
+loss = 0.01
+buffer_bytes = 300000
+outages = [{ start_s = 2.5, duration_ms = 50 }]
+schedule = [{ t_s = 5.0, rate_mbps = 10 }]
+[[link]]
+id = "b"
+rate_mbps = 30
+delay_ms = 85
+reverse_rate_mbps = 5
+reverse_delay_ms = 20
+reverse_buffer_packets = 7
+outage_mode = "drop"
+"#,
+            "t.toml",
+        )
+        .unwrap();
+        let l = LinkConfig::all_from_scenario(&s).unwrap();
+        assert_eq!(l[0].data.service, Service::Rate(40_000_000));
+        assert_eq!(l[0].reverse.service, Service::Rate(40_000_000));
+        assert_eq!(l[0].reverse.delay, Time::from_ms(45));
+        assert_eq!(l[0].reverse.loss, 0.0);
+        assert_eq!(l[0].reverse.buffer, Buffer::Bytes(300_000));
+        assert_eq!(l[0].outages, vec![(Time::from_ms(2500), Time::from_ms(50))]);
+        assert_eq!(l[0].steps[0].rate_bps, Some(10_000_000));
+        assert_eq!(l[1].data.buffer, Buffer::Packets(DEFAULT_BUFFER_PACKETS));
+        assert_eq!(l[1].reverse.service, Service::Rate(5_000_000));
+        assert_eq!(l[1].reverse.delay, Time::from_ms(20));
+        assert_eq!(l[1].reverse.buffer, Buffer::Packets(7));
+        assert_eq!(l[1].reverse.outage_mode, OutageMode::Drop);
+    }
+
+    #[test]
+    fn unloaded_trace_is_an_error_naming_the_key() {
+        let s = parse_str(
+            "[run]\nduration_s = 1\n[[link]]\nid = \"a\"\ntrace = \"x.trace\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let e = LinkConfig::from_scenario_link(&s, 0).unwrap_err();
+        assert_eq!(e.key, "link[0].trace");
+    }
+}

@@ -1,0 +1,285 @@
+//! Emulator accuracy through real namespaces (issue 5, part 1): the configured rate, one-way
+//! delay and random loss, measured with UDP through the emulated links, must be within 5 %, 1 ms
+//! and 20 % (relative) of the configuration. Needs root and kernel MPTCP; otherwise it prints
+//! SKIP and passes.
+
+use railpath_core::Time;
+use railpath_linkem::model::{Buffer, DirConfig, Service};
+use railpath_linkem::{check_environment, EmuOptions, LinkConfig, Testbed, TestbedSpec};
+use railpath_scenario::OutageMode;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+fn dir(rate_mbps: u64, delay_ms: u64, loss: f64) -> DirConfig {
+    DirConfig {
+        service: Service::Rate(rate_mbps * 1_000_000),
+        delay: Time::from_ms(delay_ms),
+        loss,
+        buffer: Buffer::Packets(1000),
+        outage_mode: OutageMode::Hold,
+    }
+}
+
+fn link(id: &str, rate_mbps: u64, delay_ms: u64, loss: f64) -> LinkConfig {
+    LinkConfig {
+        id: id.into(),
+        data: dir(rate_mbps, delay_ms, loss),
+        reverse: dir(rate_mbps, delay_ms, 0.0),
+        steps: vec![],
+        outages: vec![],
+    }
+}
+
+/// `n` datagrams of `payload` bytes, `burst` at a time every `gap`; receive until `wait` after.
+struct Pattern {
+    n: usize,
+    payload: usize,
+    burst: usize,
+    gap: Duration,
+    wait: Duration,
+}
+
+/// Send `n` datagrams of `payload` bytes from the server side to `dst` (a router address), one
+/// every `gap`, each stamped with its send time since `t0`; return the receive times and stamps
+/// of those that arrived (receiving until `wait` after the last send).
+fn probe(tb: &Testbed, src: SocketAddr, dst: SocketAddr, pat: Pattern) -> Vec<(u64, u64)> {
+    let Pattern {
+        n,
+        payload,
+        burst,
+        gap,
+        wait,
+    } = pat;
+    let rx = tb
+        .run_in(tb.router_ns(), || UdpSocket::bind(dst))
+        .unwrap()
+        .unwrap();
+    let tx = tb
+        .run_in(tb.server_ns(), || UdpSocket::bind(src))
+        .unwrap()
+        .unwrap();
+    let sock = socket2::SockRef::from(&rx);
+    sock.set_recv_buffer_size(8 << 20).unwrap();
+    rx.set_read_timeout(Some(Duration::from_millis(20)))
+        .unwrap();
+    // Kernel receive timestamps: the measurement excludes this thread's scheduling delay.
+    let one: libc::c_int = 1;
+    // SAFETY: setsockopt with a pointer to an int that outlives the call.
+    let r = unsafe {
+        libc::setsockopt(
+            rx.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            &one as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(r, 0, "SO_TIMESTAMPNS");
+    let t0 = Instant::now();
+    let total_send = gap * (n / burst) as u32;
+    std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            let mut got = Vec::with_capacity(n);
+            let mut buf = vec![0u8; 2048];
+            let end = t0 + total_send + wait;
+            while Instant::now() < end {
+                if let Some((k, now)) = recv_stamped(&rx, &mut buf) {
+                    if k >= 8 {
+                        let sent = u64::from_be_bytes(buf[..8].try_into().unwrap());
+                        got.push((now, sent));
+                    }
+                }
+            }
+            got
+        });
+        let mut buf = vec![0u8; payload];
+        for i in 0..n {
+            if i % burst == 0 {
+                let due = t0 + gap * (i / burst) as u32;
+                while Instant::now() < due {
+                    let left = due - Instant::now();
+                    if left > Duration::from_micros(200) {
+                        std::thread::sleep(left - Duration::from_micros(100));
+                    }
+                }
+            }
+            buf[..8].copy_from_slice(&realtime_ns().to_be_bytes());
+            let _ = tx.send_to(&buf, dst);
+        }
+        h.join().unwrap()
+    })
+}
+
+fn realtime_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
+/// Receive one datagram with its kernel receive timestamp (CLOCK_REALTIME, ns).
+fn recv_stamped(s: &UdpSocket, buf: &mut [u8]) -> Option<(usize, u64)> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    let mut cbuf = [0u64; 16];
+    // SAFETY: msghdr is plain data; all-zero is valid before the fields are set.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
+    msg.msg_controllen = std::mem::size_of_val(&cbuf) as _;
+    // SAFETY: msg points to live buffers for the duration of the call.
+    let n = unsafe { libc::recvmsg(s.as_raw_fd(), &mut msg, 0) };
+    if n < 0 {
+        return None;
+    }
+    // SAFETY: walking the control messages the kernel wrote into cbuf.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SO_TIMESTAMPNS {
+                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                return Some((
+                    n as usize,
+                    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64,
+                ));
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    None
+}
+
+#[test]
+fn rate_delay_and_loss_through_namespaces() {
+    if let Err(e) = check_environment() {
+        println!("SKIP emulator accuracy test: {e}");
+        eprintln!("SKIP emulator accuracy test: {e}");
+        return;
+    }
+    let spec = TestbedSpec {
+        links: vec![link("fast", 100, 20, 0.0), link("lossy", 20, 5, 0.1)],
+        clients: 0,
+        mptcp_endpoints: false,
+        emu: EmuOptions {
+            seed: 3,
+            ..EmuOptions::default()
+        },
+    };
+    let tb = Testbed::new(&spec).expect("testbed");
+    let fast_r: SocketAddr = (tb.router_addr("fast").unwrap(), 9000).into();
+    let fast_s: SocketAddr = (tb.server_link_addr("fast").unwrap(), 9001).into();
+
+    // Delay: 2000 small datagrams, one per ms: no queueing, so one-way delay = 20 ms plus the
+    // 228 B serialisation (18.24 us).
+    let got = probe(
+        &tb,
+        fast_s,
+        fast_r,
+        Pattern {
+            n: 2000,
+            payload: 200,
+            burst: 1,
+            gap: Duration::from_millis(1),
+            wait: Duration::from_millis(200),
+        },
+    );
+    assert!(
+        got.len() >= 1990,
+        "only {} of 2000 delay probes arrived",
+        got.len()
+    );
+    let expect_ns = 20_000_000.0 + 228.0 * 8.0 / 100e6 * 1e9;
+    let mut err_us: Vec<f64> = got
+        .iter()
+        .map(|(r, s)| ((*r - *s) as f64 - expect_ns) / 1e3)
+        .collect();
+    err_us.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let q = |f: f64| err_us[((err_us.len() - 1) as f64 * f) as usize];
+    let mean = err_us.iter().sum::<f64>() / err_us.len() as f64;
+    println!(
+        "delay error vs 20.018 ms (us): min {:.1} median {:.1} mean {:.1} p99 {:.1} max {:.1}",
+        err_us[0],
+        q(0.5),
+        mean,
+        q(0.99),
+        err_us[err_us.len() - 1]
+    );
+    assert!(
+        mean.abs() < 1000.0 && q(0.5).abs() < 1000.0,
+        "mean delay error {mean} us"
+    );
+    assert!(
+        q(0.99) < 1000.0 && err_us[0] > -1000.0,
+        "p99 delay error {} us",
+        q(0.99)
+    );
+
+    // Rate: 2.5 s of 1500 B IP packets offered at 120 Mbit/s (10 per ms) into the 100 Mbit/s link;
+    // the received rate over the middle 2 s must be within 5 %.
+    let got = probe(
+        &tb,
+        fast_s,
+        fast_r,
+        Pattern {
+            n: 25_000,
+            payload: 1472,
+            burst: 10,
+            gap: Duration::from_millis(1),
+            wait: Duration::from_millis(300),
+        },
+    );
+    let first = got
+        .iter()
+        .map(|(_, s)| *s)
+        .min()
+        .expect("rate probes arrived");
+    let (lo, hi) = (first + 300_000_000, first + 2_300_000_000);
+    let n = got.iter().filter(|(r, _)| (lo..hi).contains(r)).count();
+    let rate = n as f64 * 1500.0 * 8.0 / ((hi - lo) as f64 / 1e9);
+    println!(
+        "rate: {:.2} Mbit/s of 100 configured ({} packets in 2 s)",
+        rate / 1e6,
+        n
+    );
+    assert!(
+        (rate / 100e6 - 1.0).abs() < 0.05,
+        "rate {rate} bit/s vs 100 Mbit/s"
+    );
+
+    // Loss: 5000 datagrams at 2 per ms through a link with loss 0.1.
+    let lossy_r: SocketAddr = (tb.router_addr("lossy").unwrap(), 9000).into();
+    let lossy_s: SocketAddr = (tb.server_link_addr("lossy").unwrap(), 9001).into();
+    let got = probe(
+        &tb,
+        lossy_s,
+        lossy_r,
+        Pattern {
+            n: 5000,
+            payload: 200,
+            burst: 2,
+            gap: Duration::from_millis(1),
+            wait: Duration::from_millis(200),
+        },
+    );
+    let loss = 1.0 - got.len() as f64 / 5000.0;
+    println!("loss: {:.4} of 0.1 configured", loss);
+    assert!(
+        (loss / 0.1 - 1.0).abs() < 0.2,
+        "measured loss {loss} vs 0.1"
+    );
+
+    let report = tb.finish().unwrap();
+    let l = &report.lateness;
+    println!(
+        "emulator write lateness (us): mean {:.1} p50 {:.0} p99 {:.0} p99.9 {:.0} max {:.0} over {} packets",
+        l.mean_us, l.p50_us, l.p99_us, l.p999_us, l.max_us, l.packets
+    );
+    assert_eq!(
+        report.links[1].data.random_losses as usize,
+        5000 - got.len()
+    );
+}
