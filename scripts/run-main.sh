@@ -1,13 +1,40 @@
 #!/usr/bin/env bash
-# The main job on its embedded defaults: run every scenario under scenarios/ and print a table.
-set -euo pipefail
+# The main job (`make run`): run every example scenario under scenarios/ with the release build of
+# `railpath`, writing OUT/<scenario>/summary.json and OUT/<scenario>/timeseries.csv and printing
+# each run's flow table. Every scenario is attempted; the exit status is that of the first
+# failure (2: invalid scenario, 1: run failed), 0 when all succeed.
+#   usage: scripts/run-main.sh [OUT]        (default OUT: out)
+#   env:   RAILPATH_BIN overrides the binary (default: $CARGO_TARGET_DIR or ./target, release)
+set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-out}
-bin="$here/target/release/railpath"
+bin=${RAILPATH_BIN:-${CARGO_TARGET_DIR:-$here/target}/release/railpath}
+if [ ! -x "$bin" ]; then
+  echo "run-main: no railpath binary at $bin; build it with: cargo build --release -p railpath-cli" >&2
+  exit 1
+fi
+shopt -s nullglob
+scenarios=("$here"/scenarios/*.toml)
+if [ ${#scenarios[@]} -eq 0 ]; then
+  echo "run-main: no scenarios in $here/scenarios" >&2
+  exit 1
+fi
 mkdir -p "$out"
-for s in "$here"/scenarios/*.toml; do
+status=0
+failed=()
+for s in "${scenarios[@]}"; do
   name=$(basename "$s" .toml)
   echo "== $name"
   "$bin" run "$s" --out "$out/$name"
+  rc=$?
+  if [ $rc -ne 0 ]; then
+    failed+=("$name (exit $rc)")
+    [ $status -ne 0 ] || status=$rc
+  fi
 done
-echo "results in $out/"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "run-main: ${#failed[@]} of ${#scenarios[@]} scenarios failed: ${failed[*]}" >&2
+else
+  echo "run-main: ${#scenarios[@]} scenarios; results in $out/"
+fi
+exit $status
