@@ -36,7 +36,7 @@
 //! `pacing_rate_bps() = rate_payload_bytes_per_s x 8 x (mss + header) / mss`: the same number of
 //! packets per second as Linux, the rate BBR means. `tso_segs_goal` (the cwnd quanta) is
 //! computed as in Linux from the payload-byte pacing rate (~1 ms of data, 2..127 segments; 2 at
-//! every rate below ~1.4 Mbyte/s), although the simulator sends single segments.
+//! payload rates from 1.2 to ~35 Mbit/s), although the simulator sends single segments.
 //!
 //! Omitted, deliberately: ACK-aggregation cwnd extra (`bbr_update_ack_aggregation()`, the
 //! simulated links do not aggregate ACKs beyond delayed ACKs); long-term (policer) bandwidth
