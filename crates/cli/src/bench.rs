@@ -3,7 +3,7 @@
 //! "sim_s"}` (results.md, section CLI). Each scenario is parsed and validated once; `wall_s` is
 //! the best of N runs of `railpath_sim::run` alone, the least disturbed by other load.
 
-use crate::CliError;
+use crate::{print_stdout, CliError};
 use std::time::Instant;
 
 #[derive(clap::Args)]
@@ -75,7 +75,10 @@ pub fn main(args: Args) -> Result<(), CliError> {
             summary = Some(r.summary);
         }
         let Some(s) = summary else { continue };
-        println!("{}", line(name, best, s.events, s.sim_duration_s));
+        print_stdout(&format!(
+            "{}\n",
+            line(name, best, s.events, s.sim_duration_s)
+        ))?;
     }
     Ok(())
 }

@@ -37,6 +37,26 @@ impl From<ScenarioError> for CliError {
     }
 }
 
+impl From<std::io::Error> for CliError {
+    fn from(e: std::io::Error) -> Self {
+        CliError::Failed(e.to_string())
+    }
+}
+
+/// Write `text` to standard output. A closed pipe (`railpath bench | head -1`) ends the program
+/// quietly with status 0 instead of panicking as `print!` would.
+pub fn print_stdout(text: &str) -> Result<(), CliError> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => Err(CliError::Failed(format!(
+            "cannot write to standard output: {e}"
+        ))),
+    }
+}
+
 impl From<SimError> for CliError {
     fn from(e: SimError) -> Self {
         CliError::Failed(format!("simulation failed: {e}"))

@@ -11,7 +11,7 @@ mod error;
 mod run;
 // ADD A SUBCOMMAND: (1) `mod <name>;` here,
 
-pub use error::CliError;
+pub use error::{print_stdout, CliError};
 
 #[derive(Parser)]
 #[command(

@@ -2,7 +2,7 @@
 //! validate a scenario, simulate it, write `DIR/summary.json` and `DIR/timeseries.csv`
 //! (formats in `shared/spec/results.md`) and print a per-flow table.
 
-use crate::CliError;
+use crate::{print_stdout, CliError};
 use indicatif::{ProgressBar, ProgressStyle};
 use railpath_sim::results::Summary;
 use std::path::{Path, PathBuf};
@@ -59,14 +59,13 @@ pub fn main(args: Args) -> Result<(), CliError> {
     results.summary.wall_s = wall.as_secs_f64();
 
     write_outputs(&out, &results)?;
-    print!("{}", flow_table(&results.summary));
-    println!(
-        "{} events in {:.3} s wall; results in {}",
+    print_stdout(&format!(
+        "{}{} events in {:.3} s wall; results in {}\n",
+        flow_table(&results.summary),
         results.summary.events,
         results.summary.wall_s,
         out.display()
-    );
-    Ok(())
+    ))
 }
 
 /// `--seed N` is `run.seed=N`, applied after the `--set` overrides so that it wins.
