@@ -1,7 +1,7 @@
 //! The discrete-event core: a priority queue of events ordered by (time, insertion sequence).
 //!
-//! Ties at the same nanosecond are broken by insertion order, so a run is bit-identical in any
-//! process. Events are small `Copy` values (no boxing): packets wait in the links that hold them,
+//! Ties at the same nanosecond are broken by insertion order (after bin ends, which go first),
+//! so a run is bit-identical in any process. Events are small `Copy` values (no boxing): packets wait in the links that hold them,
 //! and an event names only the component to wake. Timers are lazy (as in htsim and ns-3's TCP):
 //! a component keeps its own deadlines and at most a few pending wake-ups, and a wake-up that
 //! finds nothing due simply re-arms, so restarting a timer on every ACK costs no event.
@@ -32,13 +32,16 @@ pub enum Event {
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     time: Time,
+    /// Same-time order class: 0 for bin ends (so a bin [t0, t1) closes before anything that
+    /// happens at t1), 1 for everything else.
+    class: u8,
     seq: u64,
     ev: Event,
 }
 
 impl PartialEq for Entry {
     fn eq(&self, o: &Self) -> bool {
-        self.time == o.time && self.seq == o.seq
+        self.time == o.time && self.class == o.class && self.seq == o.seq
     }
 }
 impl Eq for Entry {}
@@ -50,7 +53,10 @@ impl PartialOrd for Entry {
 impl Ord for Entry {
     // Reversed: BinaryHeap is a max-heap, we want the earliest (then first inserted) on top.
     fn cmp(&self, o: &Self) -> Ordering {
-        o.time.cmp(&self.time).then_with(|| o.seq.cmp(&self.seq))
+        o.time
+            .cmp(&self.time)
+            .then_with(|| o.class.cmp(&self.class))
+            .then_with(|| o.seq.cmp(&self.seq))
     }
 }
 
@@ -88,8 +94,10 @@ impl Scheduler {
         debug_assert!(time >= self.now, "event scheduled in the past");
         let time = time.max(self.now);
         self.seq += 1;
+        let class = if ev == Event::Sample { 0 } else { 1 };
         self.heap.push(Entry {
             time,
+            class,
             seq: self.seq,
             ev,
         });
@@ -127,6 +135,7 @@ mod tests {
     #[test]
     fn time_order_then_insertion_order() {
         let mut s = Scheduler::new();
+        s.at(Time::from_ms(5), Event::FlowStart { flow: 3 });
         s.at(Time::from_ms(5), Event::Sample);
         s.at(Time::from_ms(1), Event::FlowStart { flow: 2 });
         s.at(Time::from_ms(1), Event::FlowStart { flow: 1 });
@@ -138,11 +147,13 @@ mod tests {
                 Event::FlowStart { flow: 2 },
                 Event::FlowStart { flow: 1 },
                 Event::LinkStep { link: 0 },
-                Event::Sample
+                // A bin end goes first among same-time events, though inserted later.
+                Event::Sample,
+                Event::FlowStart { flow: 3 },
             ]
         );
         assert_eq!(s.now(), Time::from_ms(5));
-        assert_eq!(s.processed(), 4);
+        assert_eq!(s.processed(), 5);
     }
 
     #[test]

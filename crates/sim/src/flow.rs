@@ -96,6 +96,9 @@ pub(crate) struct FlowSeries {
     pub goodput_bps: Vec<f64>,
     pub cwnd_bytes: Vec<f64>,
     pub srtt_ms: Vec<f64>,
+    /// Sum and count of RTO samples (bins after the first RTT sample).
+    pub rto_sum_ms: f64,
+    pub rto_samples: u64,
 }
 
 /// Schedule an endpoint's wake-up if `deadline` is earlier than the one armed.
@@ -330,6 +333,10 @@ impl TcpFlow {
         s.cwnd_bytes
             .push(self.sender.cwnd() as f64 * self.sender.cfg.mss as f64);
         s.srtt_ms.push(self.sender.srtt().ms_f64());
+        if self.sender.srtt() > Time::ZERO {
+            s.rto_sum_ms += self.sender.base_rto().ms_f64();
+            s.rto_samples += 1;
+        }
     }
 
     fn summarize(&self, end: Time) -> (FlowSummary, Vec<Series>) {
@@ -355,6 +362,11 @@ impl TcpFlow {
             fct_s: self.completed_at.map(|t| (t - self.start).secs_f64()),
             srtt_ms: if self.sender.srtt() > Time::ZERO {
                 Some(self.sender.srtt().ms_f64())
+            } else {
+                None
+            },
+            rto_ms: if self.series.rto_samples > 0 {
+                Some(self.series.rto_sum_ms / self.series.rto_samples as f64)
             } else {
                 None
             },

@@ -35,8 +35,10 @@ pub struct FlowSummary {
     pub handover_goodput_bps: Option<f64>,
     /// Finite flows: seconds from start to the last byte delivered; null for bulk or unfinished.
     pub fct_s: Option<f64>,
-    /// Smoothed RTT at the end of the run (tcp) , ms.
+    /// Smoothed RTT at the end of the run, ms (tcp; null before the first RTT sample).
     pub srtt_ms: Option<f64>,
+    /// Mean retransmission timeout over the run (sampled every bin, without backoff), ms.
+    pub rto_ms: Option<f64>,
     pub subflows: Option<Vec<SubflowSummary>>,
     pub receive_buffer: Option<BufferStats>,
     pub send_buffer: Option<BufferStats>,

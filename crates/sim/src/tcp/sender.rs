@@ -269,6 +269,10 @@ impl TcpSender {
             self.min_rtt
         }
     }
+    /// Current RTO without backoff (RFC 6298 formula, clamped).
+    pub fn base_rto(&self) -> Time {
+        self.rto
+    }
     /// Current RTO with backoff applied.
     pub fn rto(&self) -> Time {
         self.rto
