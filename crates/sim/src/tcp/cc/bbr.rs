@@ -21,9 +21,13 @@
 //!   have passed at that flight size; then min_rtt's timestamp is renewed, cwnd restored and
 //!   the flow returns to PROBE_BW (or STARTUP if the pipe was never full). Samples taken in
 //!   PROBE_RTT are treated as application-limited, as Linux does by setting `tp->app_limited`.
-//! - cwnd: `target = gain x BDP + 3 x tso_segs_goal`, rounded up to even, +2 in the 5/4 phase
-//!   (`bbr_quantization_budget()`); cwnd grows by the packets acked towards the target
-//!   (only snapping down once the pipe was full), never below 4.
+//! - cwnd: `target = gain x BDP + extra_acked + 3 x tso_segs_goal`, rounded up to even, +2 in
+//!   the 5/4 phase (`bbr_quantization_budget()`); cwnd grows by the packets acked towards the
+//!   target (only snapping down once the pipe was full), never below 4.
+//! - ACK aggregation (`bbr_update_ack_aggregation()`): the data ACKed in an ACK epoch beyond
+//!   `bw x epoch` is max-filtered over 5-10 rounds and added to the cwnd target once the pipe
+//!   is full, capped at cwnd and at 100 ms of bw; it keeps bursty deliveries (trace-driven
+//!   cellular links, the burst after an outage, stretched ACKs) from being cwnd-limited.
 //! - Loss: on entering fast recovery cwnd = in flight + acked (packet conservation) for one
 //!   round; on leaving recovery cwnd is restored to the value saved in `ssthresh()`.
 //! - Pacing: `rate = pacing_gain x bw x (1 - 1 %)`, the 1 % pacing margin of
@@ -38,11 +42,10 @@
 //! computed as in Linux from the payload-byte pacing rate (~1 ms of data, 2..127 segments; 2 at
 //! payload rates from 1.2 to ~35 Mbit/s), although the simulator sends single segments.
 //!
-//! Omitted, deliberately: ACK-aggregation cwnd extra (`bbr_update_ack_aggregation()`, the
-//! simulated links do not aggregate ACKs beyond delayed ACKs); long-term (policer) bandwidth
-//! estimation (`bbr_lt_bw_sampling()`, no policers are modelled); the earliest-departure-time
-//! correction of `bbr_packets_in_net_at_edt()` (assumes the next departure is now, so in flight
-//! in the network = in flight, + one TSO goal when probing up); `rs->is_ack_delayed` (min_rtt
+//! Omitted, deliberately: long-term (policer) bandwidth estimation (`bbr_lt_bw_sampling()`, no
+//! policers are modelled); the earliest-departure-time correction of
+//! `bbr_packets_in_net_at_edt()` (assumes the next departure is now, so in flight in the
+//! network = in flight, + one TSO goal when probing up); `rs->is_ack_delayed` (min_rtt
 //! takes any sample once expired). `cwnd_event(TxStart)` is taken to mean an
 //! application-limited restart from idle (Linux checks `tp->app_limited`).
 
@@ -91,6 +94,14 @@ const FULL_BW_THRESH: u32 = BBR_UNIT * 5 / 4;
 const FULL_BW_CNT: u32 = 3;
 /// Linux `TCP_INIT_CWND`.
 const TCP_INIT_CWND: u32 = 10;
+/// Gain on the ACK-aggregation extra (`bbr_extra_acked_gain`, 1.0).
+const EXTRA_ACKED_GAIN: u32 = BBR_UNIT;
+/// Rounds per half of the extra_acked window (`bbr_extra_acked_win_rtts`).
+const EXTRA_ACKED_WIN_RTTS: u32 = 5;
+/// An ACK epoch is restarted after this many packets (`bbr_ack_epoch_acked_reset_thresh`).
+const ACK_EPOCH_ACKED_RESET: u32 = 1 << 20;
+/// The aggregation extra is at most this much of bw (`bbr_extra_acked_max_us`).
+const EXTRA_ACKED_MAX: Time = Time::from_ms(100);
 /// Linux `GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER` (MAX_TCP_HEADER = 320 B on x86-64).
 const TSO_MAX_BYTES: u64 = 65_536 - 1 - 320;
 
@@ -196,6 +207,13 @@ pub struct Bbr {
     /// `app_limited_from..=app_limited_until` carry app-limited rate samples.
     app_limited_from: u64,
     app_limited_until: u64,
+    /// ACK aggregation: start of the sampling epoch and packets (S)ACKed in it.
+    ack_epoch_mstamp: Time,
+    ack_epoch_acked: u32,
+    /// Max excess ACKed over the two halves of the window, and the current half.
+    extra_acked: [u32; 2],
+    extra_acked_win_rtts: u32,
+    extra_acked_win_idx: usize,
 }
 
 impl Bbr {
@@ -231,6 +249,11 @@ impl Bbr {
             last_total_delivered: 0,
             app_limited_from: 0,
             app_limited_until: 0,
+            ack_epoch_mstamp: Time::ZERO,
+            ack_epoch_acked: 0,
+            extra_acked: [0; 2],
+            extra_acked_win_rtts: 0,
+            extra_acked_win_idx: 0,
         };
         b.init_pacing_rate_from_rtt(w.cwnd, Time::ZERO);
         b
@@ -368,6 +391,52 @@ impl Bbr {
         if !app_limited || bw >= self.bw.get() {
             self.bw.running_max(BW_RTTS, self.rtt_cnt, bw);
         }
+    }
+
+    /// Linux `bbr_update_ack_aggregation()`: how much more was ACKed in this epoch than bw
+    /// explains, max-filtered over 5-10 rounds.
+    fn update_ack_aggregation(&mut self, rs: &RateSample, cwnd: u32) {
+        if EXTRA_ACKED_GAIN == 0 || rs.acked_sacked == 0 || rs.delivered < 0 {
+            return;
+        }
+        if rs.interval == Time::ZERO {
+            return;
+        }
+        if self.round_start {
+            self.extra_acked_win_rtts = (self.extra_acked_win_rtts + 1).min(0x1f);
+            if self.extra_acked_win_rtts >= EXTRA_ACKED_WIN_RTTS {
+                self.extra_acked_win_rtts = 0;
+                self.extra_acked_win_idx ^= 1;
+                self.extra_acked[self.extra_acked_win_idx] = 0;
+            }
+        }
+        // Packets bw explains over the epoch (bw in packets/us << 24, epoch in ns).
+        let epoch = self.delivered_mstamp.saturating_sub(self.ack_epoch_mstamp);
+        let mut expected = (self.bw.get() as u128 * epoch.ns() as u128 / (1000 * BW_UNIT))
+            .min(u32::MAX as u128) as u32;
+        // A slow ACK stream (or a very long epoch) starts a new epoch.
+        if self.ack_epoch_acked <= expected
+            || self.ack_epoch_acked + rs.acked_sacked >= ACK_EPOCH_ACKED_RESET
+        {
+            self.ack_epoch_acked = 0;
+            self.ack_epoch_mstamp = self.delivered_mstamp;
+            expected = 0;
+        }
+        self.ack_epoch_acked = (self.ack_epoch_acked + rs.acked_sacked).min(0xfffff);
+        let extra = (self.ack_epoch_acked - expected).min(cwnd);
+        let slot = &mut self.extra_acked[self.extra_acked_win_idx];
+        *slot = (*slot).max(extra);
+    }
+
+    /// Linux `bbr_ack_aggregation_cwnd()`: the cwnd added for ACK aggregation.
+    fn ack_aggregation_cwnd(&self) -> u32 {
+        if EXTRA_ACKED_GAIN == 0 || !self.full_bw_reached {
+            return 0;
+        }
+        let max_aggr = self.bw.get() as u128 * EXTRA_ACKED_MAX.ns() as u128 / (1000 * BW_UNIT);
+        let extra = self.extra_acked[0].max(self.extra_acked[1]);
+        let aggr = (EXTRA_ACKED_GAIN as u128 * extra as u128) >> BBR_SCALE;
+        aggr.min(max_aggr) as u32
     }
 
     /// Linux `bbr_is_next_cycle_phase()`.
@@ -518,7 +587,7 @@ impl Bbr {
         (cwnd, false)
     }
 
-    /// Linux `bbr_set_cwnd()` (no ACK-aggregation extra).
+    /// Linux `bbr_set_cwnd()`.
     fn set_cwnd(&mut self, w: &mut Window, rs: &RateSample, bw: u64) {
         let acked = rs.acked_sacked;
         let mut cwnd = w.cwnd;
@@ -526,7 +595,8 @@ impl Bbr {
             let (c, conserving) = self.recover_or_restore(w, rs, acked);
             cwnd = c;
             if !conserving {
-                let target = self.quantization_budget(self.bdp(bw, self.cwnd_gain));
+                let target = self.bdp(bw, self.cwnd_gain) + self.ack_aggregation_cwnd();
+                let target = self.quantization_budget(target);
                 if self.full_bw_reached {
                     cwnd = (cwnd + acked).min(target);
                 } else if cwnd < target || rs.total_delivered < TCP_INIT_CWND as u64 {
@@ -572,6 +642,8 @@ impl CongestionControl for Bbr {
             return;
         }
         self.idle_restart = true;
+        self.ack_epoch_mstamp = now;
+        self.ack_epoch_acked = 0;
         match self.mode {
             Mode::ProbeBw => self.set_pacing_rate(self.bw.get(), BBR_UNIT, w.cwnd, Time::ZERO),
             Mode::ProbeRtt => self.check_probe_rtt_done(w, now),
@@ -597,6 +669,7 @@ impl CongestionControl for Bbr {
 
         // bbr_update_model()
         self.update_bw(rs, app_limited);
+        self.update_ack_aggregation(rs, w.cwnd);
         if self.mode == Mode::ProbeBw && self.is_next_cycle_phase(rs) {
             self.advance_cycle_phase();
         }
@@ -1014,7 +1087,8 @@ mod tests {
         };
         in_probe_bw(&mut b, &f, 3);
         w.cwnd = 26;
-        // Exactly 10 s after the min_rtt stamp the filter has not expired.
+        // Exactly 10 s after the min_rtt stamp the filter has not expired. cwnd 26 + 2 acked =
+        // 28 = target (2 x BDP 10 + ACK-aggregation extra 2 + 6).
         f.ack(
             &mut b,
             &mut w,
@@ -1030,7 +1104,7 @@ mod tests {
         assert_eq!(b.mode(), Mode::ProbeRtt);
         assert_eq!(b.min_rtt(), Some(Time::from_ms(12)));
         assert_eq!(w.cwnd, 4);
-        assert_eq!(b.prior_cwnd, 26);
+        assert_eq!(b.prior_cwnd, 28);
         assert_eq!(b.pacing_gain(), BBR_UNIT);
         // In flight still 30: the 200 ms clock has not started.
         f.ack(
@@ -1058,7 +1132,7 @@ mod tests {
             },
         );
         assert_eq!(b.mode(), Mode::ProbeRtt);
-        // The round ends: leave, renew the stamp, restore cwnd 26 towards the target.
+        // The round ends: leave, renew the stamp, restore cwnd 28 towards the target.
         f.ack(
             &mut b,
             &mut w,
@@ -1070,8 +1144,9 @@ mod tests {
         );
         assert_eq!(b.mode(), Mode::ProbeBw);
         assert_eq!(b.min_rtt_stamp, f.now);
-        // Target at 2 x BDP (12 ms: ceil(24) = 24) + 6 = 30 (+2 in phase 0); 26 + 2 acked = 28.
-        assert_eq!(w.cwnd, 28);
+        // Target: 2 x BDP (12 ms: ceil(24) = 24) + extra 4 (4 packets ACKed within 1 ms) + 6 =
+        // 34 (+2 in phase 0); 28 + 2 acked = 30.
+        assert_eq!(w.cwnd, 30);
     }
 
     #[test]
@@ -1166,7 +1241,7 @@ mod tests {
 
     #[test]
     fn cwnd_targets() {
-        // PROBE_BW, phase 2: target = 2 x BDP (10) + 3 x 2 = 26.
+        // PROBE_BW, phase 2: target = 2 x BDP (10) + ACK-aggregation extra + 3 x 2.
         let (mut b, mut w) = bbr(10);
         let mut f = Feed {
             delivered: 100,
@@ -1174,10 +1249,12 @@ mod tests {
         };
         in_probe_bw(&mut b, &f, 2);
         f.ack(&mut b, &mut w, AckParams { n: 5, ..P });
+        // Extra 5 (a new ACK epoch): target 20 + 5 + 6 = 31 -> 32.
         assert_eq!(w.cwnd, 15, "grows by the packets acked below target");
         w.cwnd = 40;
         f.ack(&mut b, &mut w, AckParams { n: 5, ..P });
-        assert_eq!(w.cwnd, 26, "snaps down to target once the pipe was full");
+        // 10 packets ACKed in 1 ms where bw explains 0: extra 10, target 20 + 10 + 6 = 36.
+        assert_eq!(w.cwnd, 36, "snaps down to target once the pipe was full");
 
         // STARTUP: target = ceil(10 x 739/256 = 28.87) = 29 + 6 = 35 -> 36 even; never cut.
         let (mut b, mut w) = bbr(10);
@@ -1202,6 +1279,69 @@ mod tests {
         // 10 + 3 x 27 = 91 -> 92.
         let (b, _) = bbr(10);
         assert_eq!(b.inflight(BW_1PKT_PER_MS, BBR_UNIT), 92);
+    }
+
+    #[test]
+    fn ack_aggregation_extra_by_hand() {
+        let (mut b, _) = bbr(10);
+        b.bw.reset(0, BW_1PKT_PER_MS);
+        let rs = |acked| RateSample {
+            delivered: 10,
+            interval: Time::from_ms(10),
+            acked_sacked: acked,
+            ..Default::default()
+        };
+        let at = |b: &mut Bbr, ms: u64, acked: u32, cwnd: u32| {
+            b.delivered_mstamp = Time::from_ms(ms);
+            b.update_ack_aggregation(&rs(acked), cwnd);
+        };
+        // 20 ACKed 10 ms into the epoch where bw explains 9: the epoch restarts (0 <= 9),
+        // extra = 20.
+        at(&mut b, 10, 20, 100);
+        assert_eq!(
+            (b.ack_epoch_mstamp, b.ack_epoch_acked),
+            (Time::from_ms(10), 20)
+        );
+        assert_eq!(b.extra_acked, [20, 0]);
+        // Not used before the pipe is full.
+        assert_eq!(b.ack_aggregation_cwnd(), 0);
+        b.full_bw_reached = true;
+        assert_eq!(b.ack_aggregation_cwnd(), 20);
+        // 5 ms later 3 more: 23 - 4 explained = 19, the max stays 20.
+        at(&mut b, 15, 3, 100);
+        assert_eq!((b.ack_epoch_acked, b.extra_acked), (23, [20, 0]));
+        // 30 ms into the epoch bw explains 29 > 23: new epoch at 40 ms.
+        at(&mut b, 40, 2, 100);
+        assert_eq!(
+            (b.ack_epoch_mstamp, b.ack_epoch_acked),
+            (Time::from_ms(40), 2)
+        );
+        // The extra is capped by cwnd ...
+        at(&mut b, 40, 30, 5);
+        assert_eq!(b.extra_acked, [20, 0]);
+        b.extra_acked[0] = 500;
+        // ... and by 100 ms of bw: 16777 x 100 ms = 99.99 -> 99 packets.
+        assert_eq!(b.ack_aggregation_cwnd(), 99);
+        // Window: every 5 rounds the other half is cleared and becomes current. At 1000 ms the
+        // epoch restarts (32 <= 959 explained), then each call adds 1 packet in no time: extra
+        // 1, 2, 3, 4, then on the 5th round the flip to half 1, which records 5.
+        b.extra_acked = [20, 0];
+        for _ in 0..5 {
+            b.round_start = true;
+            at(&mut b, 1000, 1, 100);
+        }
+        assert_eq!(b.extra_acked_win_idx, 1);
+        assert_eq!(b.extra_acked, [20, 5]);
+        assert_eq!(b.ack_aggregation_cwnd(), 20);
+        for _ in 0..5 {
+            b.round_start = true;
+            at(&mut b, 1000, 1, 100);
+        }
+        // Extra 6..9 into half 1, then on the 10th round half 0 is cleared and records 10: the
+        // burst of 20 has aged out.
+        assert_eq!(b.extra_acked_win_idx, 0);
+        assert_eq!(b.extra_acked, [10, 9]);
+        assert_eq!(b.ack_aggregation_cwnd(), 10);
     }
 
     #[test]
