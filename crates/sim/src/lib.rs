@@ -5,6 +5,7 @@
 //! [`railpath_scenario::Scenario`] and returns [`results::RunResults`].
 
 pub mod engine;
+pub mod mptcp;
 mod flow;
 pub mod net;
 pub mod results;

@@ -1,0 +1,6 @@
+//! MPTCP (RFC 8684 semantics): subflows that are TCP senders/receivers from `crate::tcp`, a
+//! data-level sequence space with a shared, bounded receive buffer, schedulers and coupled
+//! congestion control.
+
+pub mod cc;
+pub mod sched;
