@@ -83,21 +83,32 @@ pub fn main(args: Args) -> Result<(), CliError> {
     Ok(())
 }
 
+/// One case's result, serialised in the field order of results.md.
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    case: &'a str,
+    wall_s: f64,
+    events: u64,
+    events_per_s: f64,
+    sim_s: f64,
+}
+
 /// The JSON line of one case.
 fn line(case: &str, wall_s: f64, events: u64, sim_s: f64) -> String {
-    let per_s = if wall_s > 0.0 {
+    let events_per_s = if wall_s > 0.0 {
         events as f64 / wall_s
     } else {
         0.0
     };
-    serde_json::json!({
-        "case": case,
-        "wall_s": wall_s,
-        "events": events,
-        "events_per_s": per_s,
-        "sim_s": sim_s,
-    })
-    .to_string()
+    let l = Line {
+        case,
+        wall_s,
+        events,
+        events_per_s,
+        sim_s,
+    };
+    serde_json::to_string(&l)
+        .unwrap_or_else(|e| format!("{{\"case\":{case:?},\"error\":{:?}}}", e.to_string()))
 }
 
 #[cfg(test)]
@@ -135,5 +146,13 @@ mod tests {
         assert_eq!(v["events_per_s"], 2000.0);
         assert_eq!(v["sim_s"], 60.0);
         assert_eq!(v["wall_s"], 0.5);
+    }
+
+    #[test]
+    fn line_keeps_the_documented_field_order() {
+        assert_eq!(
+            line("x", 0.5, 1000, 60.0),
+            r#"{"case":"x","wall_s":0.5,"events":1000,"events_per_s":2000.0,"sim_s":60.0}"#
+        );
     }
 }

@@ -39,7 +39,6 @@ fn summary(dir: &Path) -> serde_json::Value {
 }
 
 #[test]
-#[ignore = "needs the simulator engine (crates/sim), which is being written"]
 fn run_writes_summary_and_timeseries() {
     let out = scratch("files");
     let stdout = run_ok(&out, &[]);
@@ -137,7 +136,6 @@ fn summary_without_wall(dir: &Path) -> String {
 }
 
 #[test]
-#[ignore = "needs the simulator engine (crates/sim), which is being written"]
 fn same_seed_same_bytes_other_seed_other_run() {
     let (a, b, c) = (scratch("a"), scratch("b"), scratch("c"));
     run_ok(&a, &[]);
@@ -161,7 +159,6 @@ fn same_seed_same_bytes_other_seed_other_run() {
 }
 
 #[test]
-#[ignore = "needs the simulator engine (crates/sim), which is being written"]
 fn set_overrides_reach_the_run() {
     let out = scratch("set");
     run_ok(
@@ -176,22 +173,20 @@ fn set_overrides_reach_the_run() {
 }
 
 #[test]
-fn engine_errors_are_not_input_errors() {
-    // Until the engine exists it refuses to run; afterwards the run succeeds. Either way the
-    // exit status is never 2, which is reserved for invalid input.
-    let out = scratch("status");
+fn bench_prints_one_json_line_per_selected_case() {
     let o = Command::new(env!("CARGO_BIN_EXE_railpath"))
-        .arg("run")
-        .arg(small())
-        .arg("--out")
-        .arg(&out)
+        .args(["bench", "--case", "newreno", "--repeat", "1"])
         .output()
         .unwrap();
-    let code = o.status.code();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        code == Some(0) || (code == Some(1) && err.starts_with("error: ")),
-        "{code:?} {err}"
-    );
-    let _ = std::fs::remove_dir_all(&out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(v["case"], "tcp-newreno-10mbps-10ms-100pkt-60s");
+    assert_eq!(v["sim_s"], 60.0);
+    let (events, wall) = (v["events"].as_f64().unwrap(), v["wall_s"].as_f64().unwrap());
+    assert!(events > 0.0 && wall > 0.0);
+    let rate = v["events_per_s"].as_f64().unwrap();
+    assert!((rate - events / wall).abs() <= 1e-9 * rate);
 }
