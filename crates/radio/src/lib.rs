@@ -1,15 +1,39 @@
 //! railpath's train radio model and handover table.
 //!
+//! A train runs along a track past the base stations of several carriers; each carrier becomes a
+//! [`CarrierTimeline`]: the changes of its link's rate, extra delay, extra loss and handover
+//! outages over the run, plus a log of its handovers. The simulator maps a timeline onto the
+//! schedule of the link whose `carrier` key names it.
+//!
+//! - [`config`]: the `[train]` and `[[carrier]]` scenario keys, defaults and checks.
+//! - [`track`]: speed profile, late running, position sampling (10 ms, the PHA paper's rate).
+//! - [`propagation`]: sites, log-distance path loss, Gudmundson shadowing fixed per place plus
+//!   per-run variation, layer-3 filtering.
+//! - [`a3`]: the A3 event with hysteresis, offset and time-to-trigger (TS 36.331).
+//! - [`capacity`]: SINR and the capped Shannon mapping (TR 36.942 A.2).
+//! - [`timeline`]: the radio and scripted carrier models producing timelines.
+//! - [`measured`]: measured per-carrier CSV and Mahimahi traces as timelines.
 //! - [`table`]: the learned handover table (PHA) and its position-based predictor, also read by
 //!   the onboard gateway.
 //!
 //! See docs/models/radio.md for every formula, default and simplification.
 
+use railpath_core::Time;
 use serde::{Deserialize, Serialize};
+use std::fmt;
 
+pub mod a3;
+pub mod capacity;
+pub mod config;
+pub mod measured;
+pub mod propagation;
 pub mod table;
+pub mod timeline;
+pub mod track;
 
+pub use config::{validate, CarrierConfig, CarrierModel, OutageMode, SpeedSegment, TrainConfig};
 pub use table::{HandoverTable, Prediction, Predictor, TableError, Zone};
+pub use timeline::carrier_timelines;
 
 /// One handover as logged in `summary.json`'s `handovers` array (results.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,4 +47,94 @@ pub struct HandoverRecord {
     pub to_cell: String,
     /// Length of the interruption during which the carrier's link delivers nothing.
     pub interruption_ms: f64,
+}
+
+/// A change of the carrier link's conditions at time `t` (absolute, from run start). Fields left
+/// `None` keep their previous value. The first step of a timeline is at time 0 and sets the
+/// rate, extra delay and extra loss.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LinkStep {
+    pub t: Time,
+    /// Data-direction rate from `t` on.
+    pub rate_bps: Option<u64>,
+    /// Delay added to the link's own `delay_ms` (weak signal).
+    pub extra_delay: Option<Time>,
+    /// Loss probability added to the link's own `loss` (weak signal).
+    pub extra_loss: Option<f64>,
+    /// `Some(true)`: a handover interruption (or measured outage) starts; `Some(false)`: it ends.
+    pub outage: Option<bool>,
+}
+
+/// Everything a carrier does to its link over a run. Steps are sorted by `t`, at most one per
+/// time; handovers are sorted by time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CarrierTimeline {
+    pub carrier: String,
+    pub steps: Vec<LinkStep>,
+    pub handovers: Vec<HandoverRecord>,
+}
+
+/// A problem with the radio configuration or its input files: the file (empty for the scenario
+/// file itself, which the caller names), the key path (`carrier[1].enb_spacing_m`, `line 7`) and
+/// what was expected.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RadioError {
+    pub file: String,
+    pub key: String,
+    pub message: String,
+}
+
+impl RadioError {
+    /// An error about a scenario key.
+    pub fn key(key: impl Into<String>, message: impl Into<String>) -> RadioError {
+        RadioError {
+            file: String::new(),
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
+    /// An error in a data file (CSV, trace).
+    pub fn in_file(file: &str, key: impl Into<String>, message: impl Into<String>) -> RadioError {
+        RadioError {
+            file: file.to_string(),
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for RadioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.file.is_empty() {
+            write!(f, "{}: ", self.file)?;
+        }
+        if self.key.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.key, self.message)
+        }
+    }
+}
+
+impl std::error::Error for RadioError {}
+
+/// Builds a sorted step list, merging changes at the same time into one step.
+#[derive(Debug, Default)]
+pub(crate) struct Steps {
+    pub(crate) v: Vec<LinkStep>,
+}
+
+impl Steps {
+    /// The step at `t` (times must be pushed in non-decreasing order).
+    pub(crate) fn at(&mut self, t: Time) -> &mut LinkStep {
+        if self.v.last().is_none_or(|s| s.t != t) {
+            self.v.push(LinkStep {
+                t,
+                ..LinkStep::default()
+            });
+        }
+        let n = self.v.len() - 1;
+        &mut self.v[n]
+    }
 }

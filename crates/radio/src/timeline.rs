@@ -1,0 +1,275 @@
+//! Carrier timelines: the radio model (sites, RSRP, A3 handovers, SINR capacity, weak signal)
+//! and the scripted model (handovers at fixed times, the PROXY-LB testbed: every 24 s per
+//! carrier, ISP_A at 24, 48, ... s and ISP_B at 12, 36, ... s; seeds.md §2).
+//!
+//! Radio model, per position sample (every `train.sample_ms`, 10 ms by default as in the PHA
+//! paper): measure every cell within `cell_range_m` (RSRP, layer-3 filtered), run the A3 event of
+//! the serving cell against the others (see [`crate::a3`]); on a trigger, log a handover and
+//! start an interruption of `interruption_ms` during which the link delivers nothing
+//! (`outage = Some(true)`), after which the target cell serves. While connected, the rate follows
+//! the serving cell's SINR ([`crate::capacity`]) and, below `low_rsrp_dbm` serving RSRP, the link
+//! gets `low_rsrp_extra_delay_ms` and `low_rsrp_loss` (PROXY-LB: "below -110 dBm there is high
+//! delay and intermittent link loss"; the amounts are railpath's defaults, not the paper's).
+
+use crate::a3::{A3Params, A3Tracker};
+use crate::capacity;
+use crate::config::{validate, CarrierConfig, CarrierModel, TrainConfig};
+use crate::measured;
+use crate::propagation::{common_field, l3_coefficient, sites, Cell};
+use crate::track::Motion;
+use crate::{CarrierTimeline, HandoverRecord, RadioError, Steps};
+use railpath_core::Time;
+
+/// The timeline of every carrier for a run of `duration` with run seed `seed`. The
+/// configuration is validated first; errors name the key (`carrier[1].enb_spacing_m`).
+pub fn carrier_timelines(
+    train: &TrainConfig,
+    carriers: &[CarrierConfig],
+    seed: u64,
+    duration: Time,
+) -> Result<Vec<CarrierTimeline>, RadioError> {
+    validate(Some(train), carriers)?;
+    let motion = Motion::new(train);
+    carriers
+        .iter()
+        .enumerate()
+        .map(|(i, c)| match c.model {
+            CarrierModel::Radio => radio_timeline(c, i, &motion, seed, duration),
+            CarrierModel::Scripted => Ok(scripted_timeline(c, &motion, duration)),
+            CarrierModel::Csv | CarrierModel::Mahimahi => measured::timeline(c, i, duration),
+        })
+        .collect()
+}
+
+/// Whether a rate change from `last` to `new` is worth a step: by at least `rate_step_fraction`
+/// of `last` or `rate_step_mbps`, whichever is smaller.
+fn rate_changed(c: &CarrierConfig, last: u64, new: u64) -> bool {
+    let diff = (new as f64 - last as f64).abs();
+    diff > 0.0 && diff >= (c.rate_step_fraction * last as f64).min(c.rate_step_mbps * 1e6)
+}
+
+fn radio_timeline(
+    c: &CarrierConfig,
+    idx: usize,
+    motion: &Motion,
+    seed: u64,
+    duration: Time,
+) -> Result<CarrierTimeline, RadioError> {
+    let times: Vec<Time> = motion.sample_times(duration).collect();
+    let xs: Vec<f64> = times.iter().map(|&t| motion.position_at(t)).collect();
+    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let cells: Vec<Cell> = sites(c, lo, hi)
+        .into_iter()
+        .map(|s| Cell::new(c, s, seed))
+        .collect();
+    if cells.is_empty() {
+        let key = if c.sites_m.is_some() {
+            "sites_m"
+        } else {
+            "first_enb_m"
+        };
+        return Err(RadioError::key(
+            format!("carrier[{idx}].{key}"),
+            format!(
+                "no base station within cell_range_m ({} m) of the track section the train runs ({lo:.0}..{hi:.0} m)",
+                c.cell_range_m
+            ),
+        ));
+    }
+    let common = common_field(c, hi + c.cell_range_m);
+    let params = A3Params {
+        hysteresis_db: c.hysteresis_db,
+        offset_db: c.a3_offset_db,
+        ttt: Time::from_ms(c.ttt_ms as u64),
+    };
+    let a = l3_coefficient(c.l3_filter_k, motion.sample_period().ms_f64());
+    let peak = c.rate_mbps.unwrap_or(0.0) * 1e6;
+    let min_rate = c.min_rate_mbps * 1e6;
+    let interruption = Time::from_ms_f64(c.interruption_ms);
+
+    let mut filt: Vec<Option<f64>> = vec![None; cells.len()];
+    let mut tracker = A3Tracker::default();
+    let mut serving: Option<usize> = None;
+    // (end of interruption, target cell)
+    let mut pending: Option<(Time, usize)> = None;
+    let mut last_rate: Option<u64> = None;
+    let mut weak: Option<bool> = None;
+    let mut steps = Steps::default();
+    let mut handovers = Vec::new();
+    let mut neigh: Vec<(usize, f64)> = Vec::new();
+    let mut interf: Vec<f64> = Vec::new();
+
+    for (&t, &x) in times.iter().zip(&xs) {
+        // Measure the cells in range (and the serving cell wherever it is); layer-3 filter.
+        for (j, cell) in cells.iter().enumerate() {
+            let in_range = (cell.site.position_m - x).abs() <= c.cell_range_m;
+            if in_range || serving == Some(j) {
+                let m = cell.rsrp_dbm(c, &common, x);
+                filt[j] = Some(match filt[j] {
+                    None => m,
+                    Some(f) => (1.0 - a) * f + a * m,
+                });
+            } else {
+                filt[j] = None;
+            }
+        }
+        if let Some((end, target)) = pending {
+            if t >= end {
+                steps.at(t).outage = Some(false);
+                serving = Some(target);
+                tracker.reset();
+                pending = None;
+            }
+        }
+        if pending.is_some() {
+            continue;
+        }
+        let s = match serving {
+            Some(s) => s,
+            None => {
+                // Initial attach to the strongest cell (no handover).
+                let best = (0..cells.len())
+                    .filter_map(|j| filt[j].map(|f| (j, f)))
+                    .max_by(|p, q| p.1.total_cmp(&q.1).then(q.0.cmp(&p.0)));
+                let Some((j, _)) = best else { continue };
+                serving = Some(j);
+                j
+            }
+        };
+        let mp = filt[s].unwrap_or(f64::NEG_INFINITY);
+        neigh.clear();
+        neigh.extend(
+            (0..cells.len())
+                .filter(|&j| j != s)
+                .filter_map(|j| filt[j].map(|f| (j, f))),
+        );
+        if let Some(target) = tracker.update(&params, t, mp, &neigh) {
+            handovers.push(HandoverRecord {
+                t_s: t.secs_f64(),
+                position_m: x,
+                carrier: c.id.clone(),
+                from_cell: cells[s].site.name.clone(),
+                to_cell: cells[target].site.name.clone(),
+                interruption_ms: c.interruption_ms,
+            });
+            if interruption > Time::ZERO {
+                steps.at(t).outage = Some(true);
+                pending = Some((t + interruption, target));
+                continue;
+            }
+            serving = Some(target);
+            tracker.reset();
+        }
+        let s = serving.unwrap_or(s);
+        let mp = filt[s].unwrap_or(f64::NEG_INFINITY);
+        interf.clear();
+        interf.extend((0..cells.len()).filter(|&j| j != s).filter_map(|j| filt[j]));
+        let sinr = capacity::sinr_db(mp, &interf, c.interference_load, c.noise_dbm);
+        let rate = capacity::rate_bps(sinr, peak, min_rate);
+        if last_rate.is_none_or(|l| rate_changed(c, l, rate)) {
+            steps.at(t).rate_bps = Some(rate);
+            last_rate = Some(rate);
+        }
+        let is_weak = mp < c.low_rsrp_dbm;
+        if weak != Some(is_weak) {
+            let st = steps.at(t);
+            st.extra_delay = Some(if is_weak {
+                Time::from_ms_f64(c.low_rsrp_extra_delay_ms)
+            } else {
+                Time::ZERO
+            });
+            st.extra_loss = Some(if is_weak { c.low_rsrp_loss } else { 0.0 });
+            weak = Some(is_weak);
+        }
+    }
+    Ok(CarrierTimeline {
+        carrier: c.id.clone(),
+        steps: steps.v,
+        handovers,
+    })
+}
+
+fn scripted_timeline(c: &CarrierConfig, motion: &Motion, duration: Time) -> CarrierTimeline {
+    let interval = Time::from_secs_f64(c.handover_interval_s.unwrap_or(f64::INFINITY));
+    let offset = c
+        .handover_offset_s
+        .map(Time::from_secs_f64)
+        .unwrap_or(interval);
+    let interruption = Time::from_ms_f64(c.interruption_ms);
+    let mut steps = Steps::default();
+    let first = steps.at(Time::ZERO);
+    first.rate_bps = Some((c.rate_mbps.unwrap_or(0.0) * 1e6).round() as u64);
+    first.extra_delay = Some(Time::ZERO);
+    first.extra_loss = Some(0.0);
+    let mut handovers = Vec::new();
+    let mut k = 0u64;
+    loop {
+        let t = offset + interval.mul(k);
+        if t >= duration || interval == Time::ZERO {
+            break;
+        }
+        handovers.push(HandoverRecord {
+            t_s: t.secs_f64(),
+            position_m: motion.position_at(t),
+            carrier: c.id.clone(),
+            from_cell: format!("{}-{}", c.id, k + 1),
+            to_cell: format!("{}-{}", c.id, k + 2),
+            interruption_ms: c.interruption_ms,
+        });
+        if interruption > Time::ZERO {
+            steps.at(t).outage = Some(true);
+            // A following handover cannot start before this one ends.
+            steps.at((t + interruption).min(t + interval)).outage = Some(false);
+        }
+        k += 1;
+    }
+    CarrierTimeline {
+        carrier: c.id.clone(),
+        steps: steps.v,
+        handovers,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::OutageMode;
+
+    #[test]
+    fn rate_change_threshold() {
+        let c = CarrierConfig::grid("A", 25.0, 1340.0, 0.0);
+        // At 25 Mbit/s: min(2% = 0.5, 0.5) Mbit/s.
+        assert!(!rate_changed(&c, 25_000_000, 24_600_000));
+        assert!(rate_changed(&c, 25_000_000, 24_500_000));
+        // At 5 Mbit/s: 2% = 0.1 Mbit/s.
+        assert!(rate_changed(&c, 5_000_000, 5_100_000));
+        assert!(!rate_changed(&c, 5_000_000, 5_090_000));
+    }
+
+    #[test]
+    fn scripted_proxy_lb_schedule() {
+        let t = TrainConfig::constant(300.0);
+        let mut a = CarrierConfig::grid("ISP_A", 40.0, 1340.0, 0.0);
+        a.model = CarrierModel::Scripted;
+        a.enb_spacing_m = None;
+        a.handover_interval_s = Some(24.0);
+        a.outage_mode = Some(OutageMode::Hold);
+        let mut b = a.clone();
+        b.id = "ISP_B".into();
+        b.rate_mbps = Some(30.0);
+        b.handover_offset_s = Some(12.0);
+        let tl = carrier_timelines(&t, &[a, b], 1, Time::from_secs(60)).unwrap();
+        let ta: Vec<f64> = tl[0].handovers.iter().map(|h| h.t_s).collect();
+        let tb: Vec<f64> = tl[1].handovers.iter().map(|h| h.t_s).collect();
+        assert_eq!(ta, vec![24.0, 48.0]);
+        assert_eq!(tb, vec![12.0, 36.0]);
+        // 300 km/h for 24 s = 2000 m.
+        assert!((tl[0].handovers[0].position_m - 2000.0).abs() < 1e-6);
+        assert_eq!(tl[0].steps[0].rate_bps, Some(40_000_000));
+        assert_eq!(tl[0].steps[1].t, Time::from_secs(24));
+        assert_eq!(tl[0].steps[1].outage, Some(true));
+        assert_eq!(tl[0].steps[2].t, Time::from_ms(24_050));
+        assert_eq!(tl[0].steps[2].outage, Some(false));
+    }
+}
