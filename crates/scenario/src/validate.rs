@@ -223,7 +223,27 @@ impl Scenario {
             } else {
                 "tcp".to_string()
             };
-            validate_tcp_config(&c, &key, &self.tcp_config(i))?;
+            let cfg = self.tcp_config(i);
+            validate_tcp_config(&c, &key, &cfg)?;
+            // A byte-limited buffer must hold at least one full-sized packet of every flow
+            // that crosses it, or that flow could never send a full segment.
+            let packet = u64::from(cfg.mss_bytes) + u64::from(cfg.header_bytes);
+            for p in &f.paths {
+                let Some(li) = self.link_index(p) else {
+                    continue;
+                };
+                if let Some(b) = self.links[li].buffer_bytes {
+                    if b < packet {
+                        return Err(c.err(
+                            format!("link[{li}].buffer_bytes"),
+                            format!(
+                                "expected at least one packet of flow {:?} (mss_bytes + header_bytes = {packet} bytes), found {b}",
+                                f.id
+                            ),
+                        ));
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -863,6 +883,36 @@ paths = ["a"]
             "paths = [\"a\"]\ntcp = { mss_bytes = 10000 }",
             "flow[0].tcp.mss_bytes",
             "found 10000",
+        );
+        // A byte buffer holds at least one packet of each flow over it: 1448 + 52 = 1500 fits.
+        check("delay_ms = 10", "delay_ms = 10\nbuffer_bytes = 1500").unwrap();
+        let text = |bytes: u32| {
+            BASE.replacen(
+                "delay_ms = 10",
+                &format!("delay_ms = 10\nbuffer_bytes = {bytes}"),
+                1,
+            )
+            .replacen(
+                "paths = [\"a\"]",
+                "paths = [\"a\"]\ntcp = { mss_bytes = 2000 }",
+                1,
+            )
+        };
+        parse_str(&text(2052), "t.toml")
+            .unwrap()
+            .validate()
+            .unwrap();
+        let e = parse_str(&text(2051), "t.toml")
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        assert_eq!(e.key, "link[0].buffer_bytes");
+        assert!(
+            e.message.contains(
+                "one packet of flow \"dl\" (mss_bytes + header_bytes = 2052 bytes), found 2051"
+            ),
+            "{}",
+            e.message
         );
     }
 }
