@@ -42,8 +42,13 @@
 //! computed as in Linux from the payload-byte pacing rate (~1 ms of data, 2..127 segments; 2 at
 //! payload rates from 1.2 to ~35 Mbit/s), although the simulator sends single segments.
 //!
-//! Omitted, deliberately: long-term (policer) bandwidth estimation (`bbr_lt_bw_sampling()`, no
-//! policers are modelled); the earliest-departure-time correction of
+//! - Long-term ("policer") bandwidth (`bbr_lt_bw_sampling()`): from the first loss, intervals
+//!   of 4-16 rounds ending on a loss are measured; an interval with >= 20 % loss yields its
+//!   delivery rate, and two consecutive such rates within 1/8 (or 4 kbit/s) of each other make
+//!   BBR pace at their average with gain 1 for 48 rounds. On a variable-rate cellular link this
+//!   is what stops the 10-round max filter from over-driving a link whose rate just fell.
+//!
+//! Omitted, deliberately: the earliest-departure-time correction of
 //! `bbr_packets_in_net_at_edt()` (assumes the next departure is now, so in flight in the
 //! network = in flight, + one TSO goal when probing up); `rs->is_ack_delayed` (min_rtt
 //! takes any sample once expired). `cwnd_event(TxStart)` is taken to mean an
@@ -102,6 +107,16 @@ const EXTRA_ACKED_WIN_RTTS: u32 = 5;
 const ACK_EPOCH_ACKED_RESET: u32 = 1 << 20;
 /// The aggregation extra is at most this much of bw (`bbr_extra_acked_max_us`).
 const EXTRA_ACKED_MAX: Time = Time::from_ms(100);
+/// Minimum rounds in a long-term sampling interval (`bbr_lt_intvl_min_rtts`).
+const LT_INTVL_MIN_RTTS: u32 = 4;
+/// Loss ratio (/256) that makes an interval "lossy" (`bbr_lt_loss_thresh`, 50/256 = 20 %).
+const LT_LOSS_THRESH: u64 = 50;
+/// Two intervals' rates are consistent within 1/8 (`bbr_lt_bw_ratio`) ...
+const LT_BW_RATIO: u64 = BBR_UNIT as u64 / 8;
+/// ... or within 4 kbit/s, in payload bytes/s (`bbr_lt_bw_diff`).
+const LT_BW_DIFF: u64 = 4000 / 8;
+/// Rounds to use the long-term rate once a policer is detected (`bbr_lt_bw_max_rtts`).
+const LT_BW_MAX_RTTS: u32 = 48;
 /// Linux `GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER` (MAX_TCP_HEADER = 320 B on x86-64).
 const TSO_MAX_BYTES: u64 = 65_536 - 1 - 320;
 
@@ -214,6 +229,17 @@ pub struct Bbr {
     extra_acked: [u32; 2],
     extra_acked_win_rtts: u32,
     extra_acked_win_idx: usize,
+    /// Long-term (policer) estimator: sampling now? using `lt_bw`? its rate, and the start of
+    /// the current interval (ms stamp, delivered, lost) and its length in rounds.
+    lt_is_sampling: bool,
+    lt_use_bw: bool,
+    lt_bw: u64,
+    lt_last_stamp_ms: u64,
+    lt_last_delivered: u64,
+    lt_last_lost: u64,
+    lt_rtt_cnt: u32,
+    /// `tp->lost` as of the latest ACK.
+    last_total_lost: u64,
 }
 
 impl Bbr {
@@ -254,6 +280,14 @@ impl Bbr {
             extra_acked: [0; 2],
             extra_acked_win_rtts: 0,
             extra_acked_win_idx: 0,
+            lt_is_sampling: false,
+            lt_use_bw: false,
+            lt_bw: 0,
+            lt_last_stamp_ms: 0,
+            lt_last_delivered: 0,
+            lt_last_lost: 0,
+            lt_rtt_cnt: 0,
+            last_total_lost: 0,
         };
         b.init_pacing_rate_from_rtt(w.cwnd, Time::ZERO);
         b
@@ -263,9 +297,116 @@ impl Bbr {
         self.mode
     }
 
-    /// Max-filtered bottleneck bandwidth, packets per second.
+    /// The bandwidth BBR paces at (long-term rate when policed, else the max filter),
+    /// packets per second.
     pub fn bw_pkts_per_s(&self) -> f64 {
-        self.bw.get() as f64 * 1e6 / BW_UNIT as f64
+        self.bbr_bw() as f64 * 1e6 / BW_UNIT as f64
+    }
+
+    /// Is the long-term (policer) rate in use?
+    pub fn lt_use_bw(&self) -> bool {
+        self.lt_use_bw
+    }
+
+    /// Linux `bbr_bw()`: the estimate used for pacing and cwnd.
+    fn bbr_bw(&self) -> u64 {
+        if self.lt_use_bw {
+            self.lt_bw
+        } else {
+            self.bw.get()
+        }
+    }
+
+    /// Linux `bbr_reset_lt_bw_sampling_interval()`.
+    fn reset_lt_bw_sampling_interval(&mut self) {
+        self.lt_last_stamp_ms = self.delivered_mstamp.ns() / 1_000_000;
+        self.lt_last_delivered = self.last_total_delivered;
+        self.lt_last_lost = self.last_total_lost;
+        self.lt_rtt_cnt = 0;
+    }
+
+    /// Linux `bbr_reset_lt_bw_sampling()`.
+    fn reset_lt_bw_sampling(&mut self) {
+        self.lt_bw = 0;
+        self.lt_use_bw = false;
+        self.lt_is_sampling = false;
+        self.reset_lt_bw_sampling_interval();
+    }
+
+    /// Linux `bbr_lt_bw_interval_done()`: a lossy interval measured `bw`; two consistent ones
+    /// in a row mean a policer.
+    fn lt_bw_interval_done(&mut self, bw: u64) {
+        if self.lt_bw != 0 {
+            let diff = bw.abs_diff(self.lt_bw);
+            if diff * BBR_UNIT as u64 <= LT_BW_RATIO * self.lt_bw
+                || self.rate_bytes_per_sec(diff, BBR_UNIT) <= LT_BW_DIFF
+            {
+                self.lt_bw = (bw + self.lt_bw) >> 1;
+                self.lt_use_bw = true;
+                self.pacing_gain = BBR_UNIT;
+                self.lt_rtt_cnt = 0;
+                return;
+            }
+        }
+        self.lt_bw = bw;
+        self.reset_lt_bw_sampling_interval();
+    }
+
+    /// Linux `bbr_lt_bw_sampling()`; `losses`, `app_limited` from the rate sample.
+    fn lt_bw_sampling(&mut self, losses: u32, app_limited: bool) {
+        if self.lt_use_bw {
+            if self.mode == Mode::ProbeBw && self.round_start {
+                self.lt_rtt_cnt += 1;
+                if self.lt_rtt_cnt >= LT_BW_MAX_RTTS {
+                    self.reset_lt_bw_sampling();
+                    self.reset_probe_bw_mode();
+                }
+            }
+            return;
+        }
+        // Start on the first loss: the policer's token bucket is then empty.
+        if !self.lt_is_sampling {
+            if losses == 0 {
+                return;
+            }
+            self.reset_lt_bw_sampling_interval();
+            self.lt_is_sampling = true;
+        }
+        if app_limited {
+            self.reset_lt_bw_sampling();
+            return;
+        }
+        if self.round_start {
+            self.lt_rtt_cnt += 1;
+        }
+        if self.lt_rtt_cnt < LT_INTVL_MIN_RTTS {
+            return;
+        }
+        if self.lt_rtt_cnt > 4 * LT_INTVL_MIN_RTTS {
+            self.reset_lt_bw_sampling();
+            return;
+        }
+        // End the interval on a loss, when the tokens are exhausted.
+        if losses == 0 {
+            return;
+        }
+        let lost = self.last_total_lost.saturating_sub(self.lt_last_lost);
+        let delivered = self
+            .last_total_delivered
+            .saturating_sub(self.lt_last_delivered);
+        if delivered == 0 || (lost << BBR_SCALE) < LT_LOSS_THRESH * delivered {
+            return;
+        }
+        let t_ms = (self.delivered_mstamp.ns() / 1_000_000).saturating_sub(self.lt_last_stamp_ms);
+        if t_ms < 1 {
+            return;
+        }
+        if t_ms >= u32::MAX as u64 / 1000 {
+            self.reset_lt_bw_sampling();
+            return;
+        }
+        let bw = (delivered as u128 * BW_UNIT / (t_ms as u128 * 1000)) as u64;
+        self.lt_bw_interval_done(bw);
     }
 
     pub fn min_rtt(&self) -> Option<Time> {
@@ -387,6 +528,7 @@ impl Bbr {
             self.round_start = true;
             self.packet_conservation = false;
         }
+        self.lt_bw_sampling(rs.losses, app_limited);
         let bw = (rs.delivered as u128 * BW_UNIT * 1000 / rs.interval.ns() as u128) as u64;
         if !app_limited || bw >= self.bw.get() {
             self.bw.running_max(BW_RTTS, self.rtt_cnt, bw);
@@ -412,7 +554,7 @@ impl Bbr {
         }
         // Packets bw explains over the epoch (bw in packets/us << 24, epoch in ns).
         let epoch = self.delivered_mstamp.saturating_sub(self.ack_epoch_mstamp);
-        let mut expected = (self.bw.get() as u128 * epoch.ns() as u128 / (1000 * BW_UNIT))
+        let mut expected = (self.bbr_bw() as u128 * epoch.ns() as u128 / (1000 * BW_UNIT))
             .min(u32::MAX as u128) as u32;
         // A slow ACK stream (or a very long epoch) starts a new epoch.
         if self.ack_epoch_acked <= expected
@@ -433,7 +575,7 @@ impl Bbr {
         if EXTRA_ACKED_GAIN == 0 || !self.full_bw_reached {
             return 0;
         }
-        let max_aggr = self.bw.get() as u128 * EXTRA_ACKED_MAX.ns() as u128 / (1000 * BW_UNIT);
+        let max_aggr = self.bbr_bw() as u128 * EXTRA_ACKED_MAX.ns() as u128 / (1000 * BW_UNIT);
         let extra = self.extra_acked[0].max(self.extra_acked[1]);
         let aggr = (EXTRA_ACKED_GAIN as u128 * extra as u128) >> BBR_SCALE;
         aggr.min(max_aggr) as u32
@@ -557,6 +699,7 @@ impl Bbr {
         (self.pacing_gain, self.cwnd_gain) = match self.mode {
             Mode::Startup => (HIGH_GAIN, HIGH_GAIN),
             Mode::Drain => (DRAIN_GAIN, HIGH_GAIN),
+            Mode::ProbeBw if self.lt_use_bw => (BBR_UNIT, CWND_GAIN),
             Mode::ProbeBw => (PACING_GAIN[self.cycle_idx], CWND_GAIN),
             Mode::ProbeRtt => (BBR_UNIT, BBR_UNIT),
         };
@@ -627,12 +770,13 @@ impl CongestionControl for Bbr {
     /// `tcp_cong_control()`: BBR sets cwnd there. Nothing to do.
     fn cong_avoid(&mut self, _w: &mut Window, _ack: &AckInfo, _c: &Coupling) {}
 
-    /// Linux `bbr_set_state()` (without the long-term bw sampling).
+    /// Linux `bbr_set_state()`: an RTO counts as the end of a round with a loss.
     fn set_state(&mut self, _w: &mut Window, state: CaState, _now: Time) {
         if state == CaState::Loss {
             self.prev_ca_state = CaState::Loss;
             self.full_bw = 0;
             self.round_start = true;
+            self.lt_bw_sampling(1, false);
         }
     }
 
@@ -645,7 +789,7 @@ impl CongestionControl for Bbr {
         self.ack_epoch_mstamp = now;
         self.ack_epoch_acked = 0;
         match self.mode {
-            Mode::ProbeBw => self.set_pacing_rate(self.bw.get(), BBR_UNIT, w.cwnd, Time::ZERO),
+            Mode::ProbeBw => self.set_pacing_rate(self.bbr_bw(), BBR_UNIT, w.cwnd, Time::ZERO),
             Mode::ProbeRtt => self.check_probe_rtt_done(w, now),
             _ => {}
         }
@@ -658,6 +802,7 @@ impl CongestionControl for Bbr {
             self.last_total_delivered = rs.total_delivered;
             self.delivered_mstamp = now;
         }
+        self.last_total_lost = rs.total_lost;
         // The sender's rate sampler clears tp->app_limited once delivered passes it.
         let marked = self.app_limited_until != 0
             && rs.prior_delivered >= self.app_limited_from
@@ -678,7 +823,7 @@ impl CongestionControl for Bbr {
         self.update_min_rtt(w, rs, now);
         self.update_gains();
 
-        let bw = self.bw.get();
+        let bw = self.bbr_bw();
         self.set_pacing_rate(bw, self.pacing_gain, w.cwnd, ack.srtt);
         self.set_cwnd(w, rs, bw);
         true
@@ -688,6 +833,7 @@ impl CongestionControl for Bbr {
     fn undo_cwnd(&mut self, w: &Window) -> u32 {
         self.full_bw = 0;
         self.full_bw_cnt = 0;
+        self.reset_lt_bw_sampling();
         w.cwnd
     }
 
@@ -1342,6 +1488,90 @@ mod tests {
         assert_eq!(b.extra_acked_win_idx, 0);
         assert_eq!(b.extra_acked, [10, 9]);
         assert_eq!(b.ack_aggregation_cwnd(), 10);
+    }
+
+    /// One long-term sampling step: the sender's totals at `t_ms`, this ACK's losses.
+    fn lt_step(b: &mut Bbr, t_ms: u64, delivered: u64, lost: u64, losses: u32) {
+        b.delivered_mstamp = Time::from_ms(t_ms);
+        b.last_total_delivered = delivered;
+        b.last_total_lost = lost;
+        b.round_start = true;
+        b.lt_bw_sampling(losses, false);
+    }
+
+    #[test]
+    fn long_term_policer_detection_by_hand() {
+        let (mut b, _) = bbr(10);
+        b.mode = Mode::ProbeBw;
+        // No loss yet: no sampling.
+        lt_step(&mut b, 100, 1000, 0, 0);
+        assert!(!b.lt_is_sampling);
+        // The first loss starts an interval (at 110 ms, delivered 1010, lost 5).
+        lt_step(&mut b, 110, 1010, 5, 5);
+        assert!(b.lt_is_sampling);
+        assert_eq!(
+            (b.lt_last_stamp_ms, b.lt_last_delivered, b.lt_last_lost),
+            (110, 1010, 5)
+        );
+        // Interval 1: 4 rounds, 10 delivered and 3 lost each. After 4: 30 delivered, 9 lost,
+        // 9 x 256 = 2304 >= 50 x 30: lossy; 30 packets in 30 ms = 1 pkt/ms = 16777.
+        for (i, t) in [120, 130, 140].into_iter().enumerate() {
+            let k = i as u64 + 1;
+            lt_step(&mut b, t, 1010 + 10 * k, 5 + 3 * k, 3);
+        }
+        assert_eq!(b.lt_bw, 16_777);
+        assert!(!b.lt_use_bw());
+        // Interval 2: 11 delivered and 3 lost per round, 44 in 40 ms = 1.1 pkt/ms = 18454,
+        // within 1/8 of 16777 (1677 x 256 <= 32 x 16777): policed, pace at the mean 17615.
+        for (i, t) in [150, 160, 170, 180].into_iter().enumerate() {
+            let k = i as u64 + 1;
+            lt_step(&mut b, t, 1040 + 11 * k, 14 + 3 * k, 3);
+        }
+        assert!(b.lt_use_bw());
+        assert_eq!(b.lt_bw, (18_454 + 16_777) / 2);
+        assert_eq!(b.bbr_bw(), 17_615);
+        assert_eq!(b.pacing_gain(), BBR_UNIT);
+        // The long-term rate is used for 48 rounds of PROBE_BW, then gain cycling resumes.
+        for k in 1..48 {
+            lt_step(&mut b, 180 + 10 * k, 2000, 100, 0);
+        }
+        assert!(b.lt_use_bw());
+        lt_step(&mut b, 700, 2000, 100, 0);
+        assert!(!b.lt_use_bw());
+        assert_eq!(b.lt_bw, 0);
+    }
+
+    #[test]
+    fn long_term_rates_must_agree_and_intervals_be_lossy() {
+        let (mut b, _) = bbr(10);
+        lt_step(&mut b, 0, 0, 1, 1);
+        // 10 % loss (4 of 40): not lossy, the interval goes on ...
+        for k in 1..=4 {
+            lt_step(&mut b, 10 * k, 10 * k, 1 + k, 1);
+        }
+        assert_eq!(b.lt_bw, 0);
+        // ... and is abandoned after 16 rounds (the next loss would start a new one).
+        for k in 5..=16 {
+            lt_step(&mut b, 10 * k, 10 * k, 1 + k, 1);
+        }
+        assert!(!b.lt_is_sampling);
+        // Two lossy intervals at 1 and 2 pkt/ms: not consistent, the second rate replaces the
+        // first and a new interval starts. Interval 1: 30 packets, 15 lost, in 30 ms.
+        lt_step(&mut b, 1000, 1000, 100, 1);
+        for k in 1..=3 {
+            lt_step(&mut b, 1000 + 10 * k, 1000 + 10 * k, 100 + 5 * k, 1);
+        }
+        assert_eq!(b.lt_bw, 16_777);
+        // Interval 2: 80 packets, 20 lost, in 40 ms = 2 pkt/ms; |33554 - 16777| is neither
+        // within 1/8 nor within 4 kbit/s.
+        for k in 1..=4 {
+            lt_step(&mut b, 1030 + 10 * k, 1030 + 20 * k, 115 + 5 * k, 1);
+        }
+        assert!(!b.lt_use_bw());
+        assert_eq!(b.lt_bw, 33_554);
+        // App-limited samples reset the estimator.
+        b.lt_bw_sampling(1, true);
+        assert_eq!((b.lt_bw, b.lt_is_sampling), (0, false));
     }
 
     #[test]
