@@ -17,6 +17,7 @@ pub mod config;
 pub mod emu;
 pub mod model;
 pub mod netns;
+pub mod run;
 pub mod testbed;
 
 pub use config::LinkConfig;

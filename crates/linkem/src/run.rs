@@ -1,0 +1,817 @@
+//! `railpath testbed run`: the scenario's flows as real kernel TCP/MPTCP connections over the
+//! namespace testbed, measured into the simulator's result types so that `summary.json` and
+//! `timeseries.csv` of the two can be compared line by line.
+//!
+//! Each flow is a download: the server (server namespace, service address 10.201.0.1, port
+//! 5201 + flow index) sends, the router (the train's multihomed host) receives. A `tcp` flow's
+//! socket is bound to the router's address on its one path; an `mptcp` flow is an
+//! `IPPROTO_MPTCP` socket bound to its first path's address, and the kernel path manager opens a
+//! subflow from every other carrier's `subflow` endpoint. Measurements:
+//! - flow goodput per bin: bytes read by the receiving application, timestamped on read;
+//! - per-subflow goodput, sent and retransmitted packets: the emulator's per-(link, port) TCP
+//!   accounting (see `emu.rs`);
+//! - `cwnd_bytes`, `srtt_ms`, RTO counts: the sender's `TCP_INFO` (Linux `include/uapi/linux/
+//!   tcp.h`), for MPTCP per subflow through `MPTCP_TCPINFO` / `MPTCP_SUBFLOW_ADDRS`
+//!   (`include/uapi/linux/mptcp.h`), sampled at the end of every bin.
+
+use crate::emu::{EmuReport, LinkEventKind};
+use crate::testbed::{Testbed, TestbedSpec, SERVER_ADDR};
+use crate::TestbedError;
+use railpath_core::Time;
+use railpath_scenario::{FlowKind, Scenario, ScenarioError};
+use railpath_sim::results::{
+    AvgMax, FlowSummary, LinkSummary, RunResults, Series, SubflowSummary, Summary,
+};
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::os::fd::AsRawFd;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// First server port; flow i listens on `BASE_PORT + i`.
+pub const BASE_PORT: u16 = 5201;
+const SOL_MPTCP: libc::c_int = 284;
+const MPTCP_TCPINFO: libc::c_int = 2;
+const MPTCP_SUBFLOW_ADDRS: libc::c_int = 3;
+/// Bytes of `struct tcp_info` this code reads (up to `tcpi_total_rto_time`, Linux 6.7+).
+const TCP_INFO_LEN: usize = 248;
+
+/// The kernel congestion control for a flow and the name reported in the summary.
+pub fn kernel_cc(s: &Scenario, i: usize) -> Result<(String, String), ScenarioError> {
+    let f = &s.flows[i];
+    let key = format!("flow \"{}\".cc", f.id);
+    let tcp_name = |n: &str| -> Option<&'static str> {
+        match n {
+            "newreno" | "reno" => Some("reno"),
+            "cubic" => Some("cubic"),
+            "bbr" => Some("bbr"),
+            _ => None,
+        }
+    };
+    match f.kind {
+        FlowKind::Tcp => match tcp_name(&f.cc) {
+            Some(k) => Ok((k.to_string(), f.cc.clone())),
+            None => Err(ScenarioError::new(
+                &s.source,
+                key,
+                format!("the testbed runs newreno, cubic or bbr, not {:?}", f.cc),
+            )),
+        },
+        FlowKind::Mptcp => {
+            if let Some(inner) = f.cc.strip_prefix("uncoupled-") {
+                return match tcp_name(inner) {
+                    Some(k) => Ok((k.to_string(), f.cc.clone())),
+                    None => Err(ScenarioError::new(
+                        &s.source,
+                        key,
+                        format!("unknown TCP congestion control {inner:?}"),
+                    )),
+                };
+            }
+            // Upstream Linux MPTCP has no coupled congestion control (LIA, OLIA, BALIA): each
+            // subflow runs the regular TCP one. Run cubic and say so.
+            eprintln!(
+                "testbed: flow {:?}: upstream Linux MPTCP has no coupled congestion control ({}); subflows run uncoupled cubic",
+                f.id, f.cc
+            );
+            Ok(("cubic".to_string(), "uncoupled-cubic".to_string()))
+        }
+    }
+}
+
+/// What the testbed cannot run, as a scenario error naming the key.
+fn check_supported(s: &Scenario) -> Result<(), ScenarioError> {
+    let mut mptcp_paths: Option<(&str, Vec<&String>)> = None;
+    for f in &s.flows {
+        if f.kind == FlowKind::Tcp && f.paths.len() != 1 {
+            return Err(ScenarioError::new(
+                &s.source,
+                format!("flow \"{}\".paths", f.id),
+                "a tcp flow uses exactly one link",
+            ));
+        }
+        if f.kind == FlowKind::Mptcp {
+            let mut p: Vec<&String> = f.paths.iter().collect();
+            p.sort();
+            match &mptcp_paths {
+                None => mptcp_paths = Some((&f.id, p)),
+                Some((other, q)) if *q != p => {
+                    return Err(ScenarioError::new(
+                        &s.source,
+                        format!("flow \"{}\".paths", f.id),
+                        format!(
+                            "the kernel path manager has one endpoint set per host: every mptcp flow must use the same links as flow {other:?}"
+                        ),
+                    ))
+                }
+                _ => {}
+            }
+        }
+    }
+    if s.flows.len() > 100 {
+        return Err(ScenarioError::new(
+            &s.source,
+            "flow",
+            "the testbed runs at most 100 flows",
+        ));
+    }
+    Ok(())
+}
+
+/// Raw `struct tcp_info` fields the testbed reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TcpInfo {
+    pub snd_mss: u32,
+    pub rto_us: u32,
+    pub rtt_us: u32,
+    pub snd_cwnd: u32,
+    pub total_retrans: u32,
+    /// `tcpi_total_rto` (Linux 6.7+), when the kernel returned it.
+    pub total_rto: Option<u16>,
+}
+
+impl TcpInfo {
+    /// Parse the first `len` bytes of a `struct tcp_info` (offsets of include/uapi/linux/tcp.h).
+    pub fn parse(b: &[u8]) -> Option<TcpInfo> {
+        let u32_at = |o: usize| -> Option<u32> {
+            b.get(o..o + 4)
+                .map(|x| u32::from_ne_bytes(x.try_into().expect("4 bytes")))
+        };
+        Some(TcpInfo {
+            rto_us: u32_at(8)?,
+            snd_mss: u32_at(16)?,
+            rtt_us: u32_at(68)?,
+            snd_cwnd: u32_at(80)?,
+            total_retrans: u32_at(100)?,
+            total_rto: b.get(240..242).map(|x| u16::from_ne_bytes([x[0], x[1]])),
+        })
+    }
+    pub fn cwnd_bytes(&self) -> f64 {
+        self.snd_cwnd as f64 * self.snd_mss as f64
+    }
+}
+
+fn getsockopt_bytes(
+    fd: i32,
+    level: libc::c_int,
+    name: libc::c_int,
+    buf: &mut [u8],
+) -> Option<usize> {
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: buf is valid for len bytes; the kernel writes at most len and updates it.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            level,
+            name,
+            buf.as_mut_ptr() as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    (r == 0).then_some(len as usize)
+}
+
+/// `TCP_INFO` of a TCP socket.
+pub fn tcp_info(fd: i32) -> Option<TcpInfo> {
+    let mut buf = [0u8; TCP_INFO_LEN];
+    let n = getsockopt_bytes(fd, libc::IPPROTO_TCP, libc::TCP_INFO, &mut buf)?;
+    TcpInfo::parse(&buf[..n])
+}
+
+/// Per-subflow (remote address, `TCP_INFO`) of an MPTCP socket, through `MPTCP_TCPINFO` and
+/// `MPTCP_SUBFLOW_ADDRS` (both walk the subflow list in the same order).
+pub fn mptcp_subflows(fd: i32) -> Vec<(Ipv4Addr, TcpInfo)> {
+    const MAX: usize = 16;
+    const HDR: usize = 16; // struct mptcp_subflow_data
+    const ADDR: usize = 256; // struct mptcp_subflow_addrs: two sockaddr_storage
+    let fetch = |name: libc::c_int, elem: usize| -> Option<(Vec<u8>, usize)> {
+        let mut buf = vec![0u8; HDR + MAX * elem];
+        buf[0..4].copy_from_slice(&(HDR as u32).to_ne_bytes());
+        buf[12..16].copy_from_slice(&(elem as u32).to_ne_bytes());
+        let n = getsockopt_bytes(fd, SOL_MPTCP, name, &mut buf)?;
+        let num = u32::from_ne_bytes(buf[4..8].try_into().ok()?) as usize;
+        let user = u32::from_ne_bytes(buf[12..16].try_into().ok()?) as usize;
+        let shown = num.min(MAX).min(n.saturating_sub(HDR) / user.max(1));
+        Some((buf, shown))
+    };
+    let (Some((info, n1)), Some((addrs, n2))) = (
+        fetch(MPTCP_TCPINFO, TCP_INFO_LEN),
+        fetch(MPTCP_SUBFLOW_ADDRS, ADDR),
+    ) else {
+        return Vec::new();
+    };
+    let user_info = u32::from_ne_bytes(info[12..16].try_into().expect("4 bytes")) as usize;
+    let mut out = Vec::new();
+    for k in 0..n1.min(n2) {
+        let a = &addrs[HDR + k * ADDR..HDR + (k + 1) * ADDR];
+        if u16::from_ne_bytes([a[0], a[1]]) as i32 != libc::AF_INET {
+            continue;
+        }
+        // The remote address (second sockaddr_storage): the sender is the server, whose local
+        // address is the same service address on every subflow.
+        let r = &a[128..];
+        if u16::from_ne_bytes([r[0], r[1]]) as i32 != libc::AF_INET {
+            continue;
+        }
+        let ip = Ipv4Addr::new(r[4], r[5], r[6], r[7]);
+        if let Some(ti) = TcpInfo::parse(&info[HDR + k * user_info..HDR + (k + 1) * user_info]) {
+            out.push((ip, ti));
+        }
+    }
+    out
+}
+
+fn set_cc(sock: &Socket, cc: &str) -> Result<(), TestbedError> {
+    // SAFETY: setsockopt with a pointer to the name's bytes, valid for the call.
+    let r = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            cc.as_ptr() as *const libc::c_void,
+            cc.len() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(TestbedError::io(
+            format!("TCP_CONGESTION {cc}"),
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
+struct FlowPlan {
+    kernel_cc: String,
+    port: u16,
+    start: Duration,
+    bytes: u64,
+    mptcp: bool,
+    bind: Ipv4Addr,
+}
+
+#[derive(Default)]
+struct ClientResult {
+    per_bin: Vec<u64>,
+    total: u64,
+    fct: Option<Duration>,
+    error: Option<String>,
+}
+
+/// Per-flow sender samples: for each subflow key ("" for tcp, link id for mptcp) and bin.
+#[derive(Default)]
+struct Samples {
+    cwnd: std::collections::BTreeMap<String, Vec<f64>>,
+    srtt: std::collections::BTreeMap<String, Vec<f64>>,
+    last: std::collections::BTreeMap<String, TcpInfo>,
+    rto_us_sum: f64,
+    rto_n: u64,
+}
+
+impl Samples {
+    fn record(&mut self, key: &str, bin: usize, nbins: usize, ti: TcpInfo) {
+        for (map, v) in [
+            (&mut self.cwnd, ti.cwnd_bytes()),
+            (&mut self.srtt, ti.rtt_us as f64 / 1e3),
+        ] {
+            let s = map
+                .entry(key.to_string())
+                .or_insert_with(|| vec![f64::NAN; nbins]);
+            if bin < s.len() {
+                s[bin] = v;
+            }
+        }
+        self.rto_us_sum += ti.rto_us as f64;
+        self.rto_n += 1;
+        self.last.insert(key.to_string(), ti);
+    }
+}
+
+/// Run a scenario on a fresh testbed and measure it.
+pub fn run_scenario(s: &Scenario) -> Result<RunResults, TestbedError> {
+    check_supported(s)?;
+    let wall = Instant::now();
+    let ccs: Vec<(String, String)> = (0..s.flows.len())
+        .map(|i| kernel_cc(s, i))
+        .collect::<Result<_, _>>()?;
+    let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default();
+    for (k, _) in &ccs {
+        if !available.split_whitespace().any(|a| a == k) {
+            // Loading the module happens on first use when allowed; setsockopt reports failure.
+            eprintln!(
+                "testbed: congestion control {k} not loaded yet (available: {})",
+                available.trim()
+            );
+        }
+    }
+    let spec = TestbedSpec::from_scenario(s)?;
+    let bin = spec.emu.bin;
+    let duration = Duration::from_nanos(Time::from_secs_f64(s.run.duration_s).ns());
+    let nbins = ((s.run.duration_s * 1000.0 / s.run.bin_ms).round() as usize).max(1);
+    let tb = Testbed::new(&spec)?;
+    // MPTCP endpoints only on the links MPTCP flows use.
+    let used: Vec<&String> = s
+        .flows
+        .iter()
+        .filter(|f| f.kind == FlowKind::Mptcp)
+        .flat_map(|f| f.paths.iter())
+        .collect();
+    for l in tb.link_ids().to_vec() {
+        if !used.contains(&&l) {
+            let id = tb.endpoint_id(&l)?.to_string();
+            tb.exec(
+                tb.router_ns(),
+                "ip",
+                &["mptcp", "endpoint", "delete", "id", &id],
+            )?;
+        }
+    }
+    let plans: Vec<FlowPlan> = s
+        .flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            Ok(FlowPlan {
+                kernel_cc: ccs[i].0.clone(),
+                port: BASE_PORT + i as u16,
+                start: Duration::from_nanos(Time::from_secs_f64(f.start_s).ns()),
+                bytes: f.bytes,
+                mptcp: f.kind == FlowKind::Mptcp,
+                bind: tb.router_addr(&f.paths[0])?,
+            })
+        })
+        .collect::<Result<_, TestbedError>>()?;
+    // Sockets are created inside their namespaces, then used from ordinary threads.
+    let mut listeners = Vec::new();
+    let mut clients = Vec::new();
+    for p in &plans {
+        let proto = if p.mptcp {
+            Protocol::MPTCP
+        } else {
+            Protocol::TCP
+        };
+        let port = p.port;
+        let l = tb.run_in(tb.server_ns(), || -> std::io::Result<Socket> {
+            let l = Socket::new(Domain::IPV4, Type::STREAM, Some(proto))?;
+            l.set_reuse_address(true)?;
+            l.bind(&SockAddr::from(SocketAddrV4::new(SERVER_ADDR, port)))?;
+            l.listen(16)?;
+            l.set_nonblocking(true)?;
+            Ok(l)
+        })?;
+        let l = l.map_err(|e| TestbedError::io(format!("server socket on port {port}"), e))?;
+        set_cc(&l, &p.kernel_cc)?;
+        listeners.push(l);
+        let bind = p.bind;
+        let c = tb.run_in(tb.router_ns(), || -> std::io::Result<Socket> {
+            let c = Socket::new(Domain::IPV4, Type::STREAM, Some(proto))?;
+            c.bind(&SockAddr::from(SocketAddrV4::new(bind, 0)))?;
+            Ok(c)
+        })?;
+        clients.push(c.map_err(|e| TestbedError::io(format!("client socket bound to {bind}"), e))?);
+    }
+    let origin = tb.origin();
+    let deadline = origin + duration;
+    let senders: Vec<Mutex<Option<Arc<Socket>>>> = plans.iter().map(|_| Mutex::new(None)).collect();
+    let link_of_addr: Vec<(Ipv4Addr, String)> = tb
+        .link_ids()
+        .iter()
+        .map(|l| (tb.router_addr(l).expect("known link"), l.clone()))
+        .collect();
+    let mut samples: Vec<Samples> = plans.iter().map(|_| Samples::default()).collect();
+    let mut client_results: Vec<ClientResult> = Vec::new();
+    let bin_d = Duration::from_nanos(bin.ns());
+    std::thread::scope(|sc| {
+        let mut server_handles = Vec::new();
+        for ((p, l), slot) in plans.iter().zip(listeners).zip(&senders) {
+            server_handles.push(sc.spawn(move || serve(p, l, slot, deadline)));
+        }
+        let mut client_handles = Vec::new();
+        for (p, c) in plans.iter().zip(clients) {
+            client_handles.push(sc.spawn(move || receive(p, c, origin, deadline, bin_d, nbins)));
+        }
+        // Sample the senders at the end of every bin.
+        let mut k = 1usize;
+        loop {
+            let due = origin + bin_d * k as u32;
+            let now = Instant::now();
+            if due > deadline + bin_d / 2 {
+                break;
+            }
+            if due > now {
+                std::thread::sleep(due - now);
+            }
+            for (fi, slot) in senders.iter().enumerate() {
+                let sock = slot.lock().expect("no poisoned locks").clone();
+                let Some(sock) = sock else { continue };
+                if plans[fi].mptcp {
+                    for (ip, ti) in mptcp_subflows(sock.as_raw_fd()) {
+                        let link = link_of_addr
+                            .iter()
+                            .find(|(a, _)| *a == ip)
+                            .map(|(_, l)| l.as_str())
+                            .unwrap_or("?");
+                        samples[fi].record(link, k - 1, nbins, ti);
+                    }
+                } else if let Some(ti) = tcp_info(sock.as_raw_fd()) {
+                    samples[fi].record("", k - 1, nbins, ti);
+                }
+            }
+            k += 1;
+        }
+        for h in server_handles {
+            let _ = h.join();
+        }
+        for h in client_handles {
+            client_results.push(h.join().unwrap_or_else(|_| ClientResult {
+                error: Some("receiver thread panicked".into()),
+                ..ClientResult::default()
+            }));
+        }
+    });
+    drop(senders);
+    let report = tb.finish()?;
+    for (f, r) in s.flows.iter().zip(&client_results) {
+        if let Some(e) = &r.error {
+            eprintln!("testbed: flow {:?}: {e}", f.id);
+        }
+    }
+    let mut results = assemble(s, &ccs, &plans, &client_results, &samples, &report, nbins);
+    results.summary.wall_s = wall.elapsed().as_secs_f64();
+    Ok(results)
+}
+
+/// Server side of one flow: accept, then send `bytes` (or until the deadline).
+fn serve(p: &FlowPlan, l: Socket, slot: &Mutex<Option<Arc<Socket>>>, deadline: Instant) {
+    let conn = loop {
+        match l.accept() {
+            Ok((c, _)) => break c,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::Interrupted =>
+            {
+                if Instant::now() >= deadline {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => {
+                eprintln!("testbed: accept on port {}: {e}", p.port);
+                return;
+            }
+        }
+    };
+    let _ = conn.set_nonblocking(false);
+    let _ = conn.set_write_timeout(Some(Duration::from_millis(50)));
+    let conn = Arc::new(conn);
+    *slot.lock().expect("no poisoned locks") = Some(conn.clone());
+    let buf = vec![0u8; 64 * 1024];
+    let mut left = if p.bytes == 0 { u64::MAX } else { p.bytes };
+    while left > 0 && Instant::now() < deadline {
+        let n = (buf.len() as u64).min(left) as usize;
+        match (&*conn).write(&buf[..n]) {
+            Ok(w) => left -= w as u64,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    if left == 0 {
+        let _ = conn.shutdown(std::net::Shutdown::Write);
+    }
+}
+
+/// Receiving side of one flow: connect at its start time, count bytes per bin until EOF, the
+/// flow's size, or the deadline.
+fn receive(
+    p: &FlowPlan,
+    c: Socket,
+    origin: Instant,
+    deadline: Instant,
+    bin: Duration,
+    nbins: usize,
+) -> ClientResult {
+    let mut r = ClientResult {
+        per_bin: vec![0; nbins],
+        ..ClientResult::default()
+    };
+    let start = origin + p.start;
+    let now = Instant::now();
+    if start > now {
+        std::thread::sleep(start - now);
+    }
+    if Instant::now() >= deadline {
+        return r;
+    }
+    let to = SockAddr::from(SocketAddrV4::new(SERVER_ADDR, p.port));
+    let wait = deadline
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_millis(1));
+    if let Err(e) = c.connect_timeout(&to, wait) {
+        r.error = Some(format!("connect to {SERVER_ADDR}:{}: {e}", p.port));
+        return r;
+    }
+    let _ = c.set_read_timeout(Some(Duration::from_millis(20)));
+    let _ = c.set_recv_buffer_size(8 << 20);
+    let mut buf = vec![0u8; 256 * 1024];
+    while Instant::now() < deadline {
+        match (&c).read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                let t = origin.elapsed();
+                let b = (t.as_nanos() / bin.as_nanos().max(1)) as usize;
+                if b < r.per_bin.len() {
+                    r.per_bin[b] += n as u64;
+                    r.total += n as u64;
+                }
+                if p.bytes > 0 && r.total >= p.bytes {
+                    r.fct = Some(t.saturating_sub(p.start));
+                    break;
+                }
+            }
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                r.error = Some(format!("read: {e}"));
+                break;
+            }
+        }
+    }
+    r
+}
+
+fn avg_max(v: &[f64]) -> AvgMax {
+    if v.is_empty() {
+        return AvgMax { avg: 0.0, max: 0.0 };
+    }
+    AvgMax {
+        avg: v.iter().sum::<f64>() / v.len() as f64,
+        max: v.iter().cloned().fold(0.0, f64::max),
+    }
+}
+
+fn fit(mut v: Vec<f64>, n: usize, fill: f64) -> Vec<f64> {
+    v.resize(n, fill);
+    v
+}
+
+/// Mean goodput over 1 s windows centred on each outage start of `links` (bins fully inside).
+fn around_outages(goodput: &[f64], bin_s: f64, starts: &[f64]) -> Option<f64> {
+    let vals: Vec<f64> = starts
+        .iter()
+        .filter_map(|&t| {
+            let lo = ((t - 0.5) / bin_s).round().max(0.0) as usize;
+            let hi = (((t + 0.5) / bin_s).round() as usize).min(goodput.len());
+            (hi > lo).then(|| goodput[lo..hi].iter().sum::<f64>() / (hi - lo) as f64)
+        })
+        .collect();
+    (!vals.is_empty()).then(|| vals.iter().sum::<f64>() / vals.len() as f64)
+}
+
+fn assemble(
+    s: &Scenario,
+    ccs: &[(String, String)],
+    plans: &[FlowPlan],
+    clients: &[ClientResult],
+    samples: &[Samples],
+    rep: &EmuReport,
+    nbins: usize,
+) -> RunResults {
+    let bin_s = s.run.bin_ms / 1000.0;
+    let mut series = Vec::new();
+    let mut flows = Vec::new();
+    for (i, f) in s.flows.iter().enumerate() {
+        let r = &clients[i];
+        let gp: Vec<f64> = r.per_bin.iter().map(|&b| b as f64 * 8.0 / bin_s).collect();
+        let active_s = match r.fct {
+            Some(d) => d.as_secs_f64(),
+            None => (s.run.duration_s - f.start_s).max(1e-9),
+        };
+        let paths: Vec<_> = rep
+            .paths
+            .iter()
+            .filter(|p| p.server_port == plans[i].port)
+            .collect();
+        let sent: u64 = paths.iter().map(|p| p.sent_packets).sum();
+        let retrans: u64 = paths.iter().map(|p| p.retransmitted_packets).sum();
+        let sm = &samples[i];
+        let rto_count: u64 = sm
+            .last
+            .values()
+            .filter_map(|t| t.total_rto)
+            .map(u64::from)
+            .sum();
+        let outage_starts: Vec<f64> = rep
+            .events
+            .iter()
+            .filter(|e| {
+                matches!(e.kind, LinkEventKind::OutageStart { .. }) && f.paths.contains(&e.link)
+            })
+            .map(|e| e.t.secs_f64())
+            .collect();
+        let subflows = plans[i].mptcp.then(|| {
+            f.paths
+                .iter()
+                .map(|l| {
+                    let ps: Vec<_> = paths.iter().filter(|p| &p.link == l).collect();
+                    SubflowSummary {
+                        id: l.clone(),
+                        link: l.clone(),
+                        goodput_bps: ps.iter().map(|p| p.delivered_bytes).sum::<u64>() as f64 * 8.0
+                            / active_s,
+                        sent_packets: ps.iter().map(|p| p.sent_packets).sum(),
+                        retransmitted_packets: ps.iter().map(|p| p.retransmitted_packets).sum(),
+                    }
+                })
+                .collect()
+        });
+        flows.push(FlowSummary {
+            id: f.id.clone(),
+            kind: f.kind.as_str().to_string(),
+            cc: ccs[i].1.clone(),
+            scheduler: plans[i].mptcp.then(|| "linux-default".to_string()),
+            mechanisms: Vec::new(),
+            goodput_bps: r.total as f64 * 8.0 / active_s,
+            delivered_bytes: r.total,
+            sent_packets: sent,
+            retransmitted_packets: retrans,
+            rto_count,
+            handover_goodput_bps: around_outages(&gp, bin_s, &outage_starts),
+            fct_s: r.fct.map(|d| d.as_secs_f64()),
+            srtt_ms: if plans[i].mptcp {
+                None
+            } else {
+                sm.last.get("").map(|t| t.rtt_us as f64 / 1e3)
+            },
+            rto_ms: (sm.rto_n > 0 && !plans[i].mptcp)
+                .then(|| sm.rto_us_sum / sm.rto_n as f64 / 1e3),
+            subflows,
+            receive_buffer: None,
+            send_buffer: None,
+            reorder_delay_ms: None,
+        });
+        series.push(Series {
+            flow: f.id.clone(),
+            subflow: String::new(),
+            metric: "goodput_bps",
+            values: fit(gp, nbins, 0.0),
+        });
+        if plans[i].mptcp {
+            for l in &f.paths {
+                let mut v = vec![0.0; nbins];
+                for p in paths.iter().filter(|p| &p.link == l) {
+                    for (k, b) in p.delivered_bytes_per_bin.iter().enumerate().take(nbins) {
+                        v[k] += *b as f64 * 8.0 / bin_s;
+                    }
+                }
+                series.push(Series {
+                    flow: f.id.clone(),
+                    subflow: l.clone(),
+                    metric: "goodput_bps",
+                    values: v,
+                });
+            }
+        }
+        for (metric, map) in [("cwnd_bytes", &sm.cwnd), ("srtt_ms", &sm.srtt)] {
+            for (sub, v) in map {
+                series.push(Series {
+                    flow: f.id.clone(),
+                    subflow: sub.clone(),
+                    metric,
+                    values: fit(v.clone(), nbins, f64::NAN),
+                });
+            }
+        }
+    }
+    let links: Vec<LinkSummary> = rep
+        .links
+        .iter()
+        .map(|l| {
+            let d = &l.data;
+            LinkSummary {
+                id: l.id.clone(),
+                forwarded_packets: d.forwarded_packets,
+                dropped_packets: d.dropped_packets(),
+                random_losses: d.random_losses,
+                queue_bytes: avg_max(&l.queue_bytes[..l.queue_bytes.len().min(nbins)]),
+                queue_delay_ms: AvgMax {
+                    avg: if d.served_packets == 0 {
+                        0.0
+                    } else {
+                        d.queue_delay_sum_ns as f64 / d.served_packets as f64 / 1e6
+                    },
+                    max: d.queue_delay_max_ns as f64 / 1e6,
+                },
+            }
+        })
+        .collect();
+    for l in &rep.links {
+        series.push(Series {
+            flow: l.id.clone(),
+            subflow: String::new(),
+            metric: "queue_bytes",
+            values: fit(l.queue_bytes.clone(), nbins, 0.0),
+        });
+    }
+    let events = rep
+        .links
+        .iter()
+        .map(|l| l.data.arrived_packets + l.reverse.arrived_packets)
+        .sum();
+    RunResults {
+        summary: Summary {
+            railpath_version: railpath_sim::VERSION.to_string(),
+            scenario: s.source.clone(),
+            seed: s.run.seed,
+            sim_duration_s: s.run.duration_s,
+            wall_s: 0.0,
+            events,
+            flows,
+            links,
+            handovers: Vec::new(),
+        },
+        bin_s,
+        series,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(flows: &str) -> Scenario {
+        railpath_scenario::parse_str(
+            &format!(
+                "[run]\nduration_s = 1\n[[link]]\nid = \"a\"\nrate_mbps = 10\n[[link]]\nid = \"b\"\nrate_mbps = 10\n{flows}"
+            ),
+            "t.toml",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn cc_mapping() {
+        let s =
+            scenario("[[flow]]\nid = \"x\"\nkind = \"tcp\"\ncc = \"newreno\"\npaths = [\"a\"]\n");
+        assert_eq!(kernel_cc(&s, 0).unwrap(), ("reno".into(), "newreno".into()));
+        let mut s2 = s.clone();
+        s2.flows[0].cc = "vegas".into();
+        assert_eq!(kernel_cc(&s2, 0).unwrap_err().key, "flow \"x\".cc");
+        s2.flows[0].kind = FlowKind::Mptcp;
+        s2.flows[0].cc = "uncoupled-bbr".into();
+        assert_eq!(kernel_cc(&s2, 0).unwrap().0, "bbr");
+        s2.flows[0].cc = "lia".into();
+        assert_eq!(
+            kernel_cc(&s2, 0).unwrap(),
+            ("cubic".into(), "uncoupled-cubic".into())
+        );
+    }
+
+    #[test]
+    fn mptcp_flows_must_share_links() {
+        let mut s = scenario(
+            "[[flow]]\nid = \"x\"\nkind = \"tcp\"\ncc = \"cubic\"\npaths = [\"a\"]\n[[flow]]\nid = \"y\"\nkind = \"tcp\"\ncc = \"cubic\"\npaths = [\"a\"]\n",
+        );
+        s.flows[0].kind = FlowKind::Mptcp;
+        s.flows[0].paths = vec!["a".into(), "b".into()];
+        s.flows[1].kind = FlowKind::Mptcp;
+        s.flows[1].paths = vec!["b".into(), "a".into()];
+        assert!(check_supported(&s).is_ok());
+        s.flows[1].paths = vec!["a".into()];
+        assert_eq!(check_supported(&s).unwrap_err().key, "flow \"y\".paths");
+    }
+
+    #[test]
+    fn tcp_info_offsets() {
+        let mut b = vec![0u8; TCP_INFO_LEN];
+        b[8..12].copy_from_slice(&204_000u32.to_ne_bytes());
+        b[16..20].copy_from_slice(&1448u32.to_ne_bytes());
+        b[68..72].copy_from_slice(&45_500u32.to_ne_bytes());
+        b[80..84].copy_from_slice(&10u32.to_ne_bytes());
+        b[100..104].copy_from_slice(&3u32.to_ne_bytes());
+        b[240..242].copy_from_slice(&2u16.to_ne_bytes());
+        let t = TcpInfo::parse(&b).unwrap();
+        assert_eq!(t.cwnd_bytes(), 14480.0);
+        assert_eq!(
+            (t.rto_us, t.rtt_us, t.total_retrans, t.total_rto),
+            (204_000, 45_500, 3, Some(2))
+        );
+        // An older kernel's shorter struct: no total_rto.
+        assert_eq!(TcpInfo::parse(&b[..232]).unwrap().total_rto, None);
+        assert!(TcpInfo::parse(&b[..50]).is_none());
+    }
+
+    #[test]
+    fn outage_window_mean() {
+        // 10 bins of 0.1 s; outage at 0.5 s: window 0..1 s = all 10 bins.
+        let g: Vec<f64> = (0..10).map(|k| k as f64).collect();
+        assert_eq!(around_outages(&g, 0.1, &[0.5]), Some(4.5));
+        assert_eq!(around_outages(&g, 0.1, &[]), None);
+        // Window clipped at the start: outage at 0.1 s -> bins 0..6.
+        assert_eq!(around_outages(&g, 0.1, &[0.1]), Some(2.5));
+    }
+}
