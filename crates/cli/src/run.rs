@@ -4,7 +4,7 @@
 
 use crate::{print_stdout, CliError};
 use indicatif::{ProgressBar, ProgressStyle};
-use railpath_sim::results::Summary;
+use railpath_sim::results::{FlowSummary, Summary};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -61,7 +61,7 @@ pub fn main(args: Args) -> Result<(), CliError> {
     write_outputs(&out, &results)?;
     print_stdout(&format!(
         "{}{} events in {:.3} s wall; results in {}\n",
-        flow_table(&results.summary),
+        summary_table(&results.summary),
         results.summary.events,
         results.summary.wall_s,
         out.display()
@@ -101,15 +101,44 @@ fn write_outputs(out: &Path, results: &railpath_sim::RunResults) -> Result<(), C
     Ok(())
 }
 
+/// What the table shows of one flow.
+pub struct Row<'a> {
+    pub id: &'a str,
+    pub kind: &'a str,
+    pub cc: &'a str,
+    pub goodput_bps: f64,
+    pub retransmitted: u64,
+    pub fct_s: Option<f64>,
+}
+
+impl<'a> From<&'a FlowSummary> for Row<'a> {
+    fn from(f: &'a FlowSummary) -> Self {
+        Row {
+            id: &f.id,
+            kind: &f.kind,
+            cc: &f.cc,
+            goodput_bps: f.goodput_bps,
+            retransmitted: f.retransmitted_packets,
+            fct_s: f.fct_s,
+        }
+    }
+}
+
+/// The flows of a summary as a table.
+pub fn summary_table(s: &Summary) -> String {
+    let rows: Vec<Row> = s.flows.iter().map(Row::from).collect();
+    flow_table(&rows)
+}
+
 /// One line per flow: id, kind, cc, goodput in Mbit/s, retransmitted packets, completion time.
-pub fn flow_table(s: &Summary) -> String {
-    let id_w = s.flows.iter().map(|f| f.id.len()).max().unwrap_or(0).max(4);
-    let cc_w = s.flows.iter().map(|f| f.cc.len()).max().unwrap_or(0).max(2);
+pub fn flow_table(rows: &[Row]) -> String {
+    let id_w = rows.iter().map(|f| f.id.len()).max().unwrap_or(0).max(4);
+    let cc_w = rows.iter().map(|f| f.cc.len()).max().unwrap_or(0).max(2);
     let mut t = format!(
         "{:<id_w$}  {:<5}  {:<cc_w$}  {:>14}  {:>13}  {:>8}\n",
         "flow", "kind", "cc", "goodput_Mbit/s", "retransmitted", "fct_s"
     );
-    for f in &s.flows {
+    for f in rows {
         let fct = match f.fct_s {
             Some(x) => format!("{x:.3}"),
             None => "-".to_string(),
@@ -120,7 +149,7 @@ pub fn flow_table(s: &Summary) -> String {
             f.kind,
             f.cc,
             f.goodput_bps / 1e6,
-            f.retransmitted_packets,
+            f.retransmitted,
             fct
         ));
     }
@@ -130,27 +159,15 @@ pub fn flow_table(s: &Summary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use railpath_sim::results::FlowSummary;
 
-    fn flow(id: &str, goodput_bps: f64, fct_s: Option<f64>) -> FlowSummary {
-        FlowSummary {
-            id: id.into(),
-            kind: "tcp".into(),
-            cc: "cubic".into(),
-            scheduler: None,
-            mechanisms: vec![],
+    fn row(id: &'static str, goodput_bps: f64, fct_s: Option<f64>) -> Row<'static> {
+        Row {
+            id,
+            kind: "tcp",
+            cc: "cubic",
             goodput_bps,
-            delivered_bytes: 0,
-            sent_packets: 0,
-            retransmitted_packets: 7,
-            rto_count: 0,
-            handover_goodput_bps: None,
+            retransmitted: 7,
             fct_s,
-            srtt_ms: None,
-            subflows: None,
-            receive_buffer: None,
-            send_buffer: None,
-            reorder_delay_ms: None,
         }
     }
 
@@ -179,21 +196,10 @@ mod tests {
 
     #[test]
     fn table_shows_mbits_and_dash_for_bulk() {
-        let s = Summary {
-            railpath_version: "0".into(),
-            scenario: "s".into(),
-            seed: 1,
-            sim_duration_s: 1.0,
-            wall_s: 0.0,
-            events: 0,
-            flows: vec![
-                flow("dl", 9_500_000.0, None),
-                flow("web", 1_000_000.0, Some(2.5)),
-            ],
-            links: vec![],
-            handovers: vec![],
-        };
-        let t = flow_table(&s);
+        let t = flow_table(&[
+            row("dl", 9_500_000.0, None),
+            row("web", 1_000_000.0, Some(2.5)),
+        ]);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), 3);
         assert!(lines[0].starts_with("flow"));
