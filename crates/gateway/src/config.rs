@@ -1,0 +1,528 @@
+//! The gateway's TOML configuration: schema, defaults and validation.
+//!
+//! Every table rejects unknown keys (a misspelt key is an error, never a silent default), and
+//! every error names the file, the key and what was expected. See docs/gateway.md for a
+//! commented example; packaging/gateway.toml is the installed default.
+
+use serde::Deserialize;
+use std::collections::BTreeSet;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A configuration error: the file and a message that names the key and what was expected.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{file}: cannot read: {source}")]
+    Read {
+        file: String,
+        source: std::io::Error,
+    },
+    #[error("{file}: {message}")]
+    Parse { file: String, message: String },
+    #[error("{file}: key `{key}`: {message}")]
+    Invalid {
+        file: String,
+        key: String,
+        message: String,
+    },
+}
+
+/// Which side of the MPTCP path the proxy sits on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProxyMode {
+    /// On the train: accept passengers' TCP redirected by nftables, read the original
+    /// destination and relay it over MPTCP (plain TCP if the far end lacks MPTCP).
+    Train,
+    /// On the ground: accept MPTCP (or TCP) and relay plain TCP to a fixed upstream.
+    Ground,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxyConfig {
+    pub mode: ProxyMode,
+    /// Address the proxy listens on (the nftables `redirect to :port` target in train mode).
+    pub listen: SocketAddr,
+    /// Ground mode only: where accepted connections are relayed (plain TCP).
+    #[serde(default)]
+    pub upstream: Option<SocketAddr>,
+    /// Train mode: open the outgoing connection with IPPROTO_MPTCP (default true).
+    #[serde(default = "yes")]
+    pub mptcp: bool,
+    /// Connections beyond this many are accepted and reset at once (and counted).
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+    /// A connection with no byte in either direction for this long is closed.
+    #[serde(default = "default_idle_timeout_s")]
+    pub idle_timeout_s: f64,
+    #[serde(default = "default_connect_timeout_s")]
+    pub connect_timeout_s: f64,
+    /// Relay buffer per direction; bounds memory per connection (back-pressure beyond it).
+    #[serde(default = "default_buffer_bytes")]
+    pub buffer_bytes: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Where the Prometheus text exposition is served (`GET /metrics`).
+    pub listen: SocketAddr,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Json,
+    Text,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogConfig {
+    #[serde(default)]
+    pub format: LogFormat,
+    /// A tracing filter directive, e.g. "info" or "railpath_gateway=debug".
+    #[serde(default = "default_log_level")]
+    pub level: String,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            format: LogFormat::Json,
+            level: default_log_level(),
+        }
+    }
+}
+
+/// One cellular carrier: its name in the handover table and its MPTCP endpoint.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CarrierConfig {
+    /// The carrier's key in the handover table (e.g. "A").
+    pub name: String,
+    /// The kernel MPTCP endpoint id (`ip mptcp endpoint show`).
+    #[serde(default)]
+    pub endpoint_id: Option<u8>,
+    /// Or the endpoint's local address; resolved to an id at start through the path manager.
+    #[serde(default)]
+    pub endpoint_addr: Option<IpAddr>,
+    /// The carrier's network interface, for per-carrier byte counters (optional).
+    #[serde(default)]
+    pub interface: Option<String>,
+    /// A command printing JSON that contains the serving cell id, polled for handover logging
+    /// (e.g. ["mmcli", "-m", "0", "--location-get", "-J"]).
+    #[serde(default)]
+    pub cell_command: Option<Vec<String>>,
+    /// JSON pointer to the cell id in `cell_command`'s output (e.g. "/modem/location/3gpp/cid").
+    #[serde(default)]
+    pub cell_pointer: Option<String>,
+}
+
+/// Where the train's position comes from.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, tag = "source", rename_all = "lowercase")]
+pub enum PositionConfig {
+    /// gpsd's JSON protocol over TCP (`?WATCH={"enable":true,"json":true}`).
+    Gpsd {
+        #[serde(default = "default_gpsd")]
+        address: SocketAddr,
+        /// Track polyline the lat/lon fixes are projected onto.
+        track: PathBuf,
+        #[serde(default = "default_max_offtrack_m")]
+        max_offtrack_m: f64,
+    },
+    /// NMEA 0183 sentences (RMC) from a serial device or a file/FIFO.
+    Nmea {
+        path: PathBuf,
+        /// Serial line speed; set when `path` is a tty (omit for files and FIFOs).
+        #[serde(default)]
+        baud: Option<u32>,
+        track: PathBuf,
+        #[serde(default = "default_max_offtrack_m")]
+        max_offtrack_m: f64,
+    },
+    /// A replay file of `t_s,position_m,speed_mps` lines, played against the wall clock.
+    Replay {
+        path: PathBuf,
+        /// Play the file from its start again when it ends.
+        #[serde(default)]
+        r#loop: bool,
+    },
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhadConfig {
+    /// The handover table (JSON, "railpath-handover-table/1", written by `railpath table learn`).
+    pub table: PathBuf,
+    /// Round-trip time estimate of the carriers' paths in ms.
+    #[serde(default = "default_rtt_ms")]
+    pub rtt_ms: f64,
+    /// How long before a predicted zone the carrier goes backup, and before its predicted end it
+    /// comes back; defaults to one RTT (PHA-D, seeds.md section 1).
+    #[serde(default)]
+    pub lead_time_ms: Option<f64>,
+    /// A position older than this is stale: every carrier goes back to regular.
+    #[serde(default = "default_stale_after_ms")]
+    pub stale_after_ms: f64,
+    /// Controller period.
+    #[serde(default = "default_tick_ms")]
+    pub tick_ms: f64,
+    /// Only log decisions; do not change the path manager (for trials).
+    #[serde(default)]
+    pub dry_run: bool,
+    pub position: PositionConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HandoverLogConfig {
+    /// JSON-lines file appended with one record per observed handover.
+    pub path: PathBuf,
+    /// A JSON-lines file/FIFO of emulator or modem events (`{"carrier":"A","cell":"..."}`)
+    /// followed as it grows; optional, in addition to each carrier's `cell_command`.
+    #[serde(default)]
+    pub events: Option<PathBuf>,
+    /// Poll period for `cell_command`s.
+    #[serde(default = "default_cell_poll_ms")]
+    pub cell_poll_ms: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub proxy: Option<ProxyConfig>,
+    pub metrics: Option<MetricsConfig>,
+    #[serde(default)]
+    pub log: LogConfig,
+    pub phad: Option<PhadConfig>,
+    #[serde(default, rename = "carrier")]
+    pub carriers: Vec<CarrierConfig>,
+    pub handover_log: Option<HandoverLogConfig>,
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_max_connections() -> usize {
+    4096
+}
+fn default_idle_timeout_s() -> f64 {
+    300.0
+}
+fn default_connect_timeout_s() -> f64 {
+    10.0
+}
+fn default_buffer_bytes() -> usize {
+    64 * 1024
+}
+fn default_log_level() -> String {
+    "info".into()
+}
+fn default_gpsd() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 2947))
+}
+fn default_max_offtrack_m() -> f64 {
+    200.0
+}
+fn default_rtt_ms() -> f64 {
+    100.0
+}
+fn default_stale_after_ms() -> f64 {
+    2000.0
+}
+fn default_tick_ms() -> f64 {
+    10.0
+}
+fn default_cell_poll_ms() -> f64 {
+    1000.0
+}
+
+pub fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(s.max(0.0))
+}
+pub fn millis(ms: f64) -> Duration {
+    Duration::from_secs_f64(ms.max(0.0) / 1000.0)
+}
+
+impl PhadConfig {
+    pub fn lead_time(&self) -> Duration {
+        millis(self.lead_time_ms.unwrap_or(self.rtt_ms))
+    }
+}
+
+impl Config {
+    /// Reads and validates a configuration file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            file: file.clone(),
+            source,
+        })?;
+        Config::parse(&text, &file)
+    }
+
+    /// Parses and validates configuration text; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
+        let cfg: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            file: file.to_string(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        cfg.validate(file)?;
+        Ok(cfg)
+    }
+
+    fn validate(&self, file: &str) -> Result<(), ConfigError> {
+        let bad = |key: &str, message: String| ConfigError::Invalid {
+            file: file.to_string(),
+            key: key.to_string(),
+            message,
+        };
+        let positive = |key: &str, v: f64, max: f64| {
+            if v.is_finite() && v > 0.0 && v <= max {
+                Ok(())
+            } else {
+                Err(bad(
+                    key,
+                    format!("expected a number in (0, {max}], got {v}"),
+                ))
+            }
+        };
+        if self.proxy.is_none() && self.phad.is_none() {
+            return Err(bad(
+                "proxy/phad",
+                "nothing to do: configure [proxy], [phad] or both".into(),
+            ));
+        }
+        if let Some(p) = &self.proxy {
+            match (p.mode, p.upstream) {
+                (ProxyMode::Ground, None) => {
+                    return Err(bad(
+                        "proxy.upstream",
+                        "ground mode needs `upstream = \"host:port\"` (where to relay)".into(),
+                    ))
+                }
+                (ProxyMode::Train, Some(_)) => {
+                    return Err(bad(
+                        "proxy.upstream",
+                        "train mode relays to each connection's original destination; remove `upstream`".into(),
+                    ))
+                }
+                _ => {}
+            }
+            if p.max_connections == 0 || p.max_connections > 1_000_000 {
+                return Err(bad(
+                    "proxy.max_connections",
+                    format!("expected 1..=1000000, got {}", p.max_connections),
+                ));
+            }
+            positive("proxy.idle_timeout_s", p.idle_timeout_s, 86_400.0)?;
+            positive("proxy.connect_timeout_s", p.connect_timeout_s, 600.0)?;
+            if !(1024..=16 * 1024 * 1024).contains(&p.buffer_bytes) {
+                return Err(bad(
+                    "proxy.buffer_bytes",
+                    format!("expected 1024..=16777216, got {}", p.buffer_bytes),
+                ));
+            }
+        }
+        if self
+            .log
+            .level
+            .parse::<tracing_subscriber::EnvFilter>()
+            .is_err()
+        {
+            return Err(bad(
+                "log.level",
+                format!(
+                    "expected a tracing filter such as \"info\", got {:?}",
+                    self.log.level
+                ),
+            ));
+        }
+        let mut names = BTreeSet::new();
+        for (i, c) in self.carriers.iter().enumerate() {
+            let key = |k: &str| format!("carrier[{i}].{k}");
+            if c.name.is_empty() {
+                return Err(bad(
+                    &key("name"),
+                    "expected a non-empty carrier name".into(),
+                ));
+            }
+            if !names.insert(c.name.clone()) {
+                return Err(bad(&key("name"), format!("duplicate carrier {:?}", c.name)));
+            }
+            match (c.endpoint_id, c.endpoint_addr) {
+                (None, None) => {
+                    return Err(bad(
+                        &key("endpoint_id"),
+                        "expected `endpoint_id` (1..=255) or `endpoint_addr`".into(),
+                    ))
+                }
+                (Some(0), _) => {
+                    return Err(bad(
+                        &key("endpoint_id"),
+                        "expected 1..=255 (id 0 is the initial subflow's implicit endpoint)".into(),
+                    ))
+                }
+                (Some(_), Some(_)) => {
+                    return Err(bad(
+                        &key("endpoint_addr"),
+                        "give `endpoint_id` or `endpoint_addr`, not both".into(),
+                    ))
+                }
+                _ => {}
+            }
+            if let Some(cmd) = &c.cell_command {
+                if cmd.is_empty() {
+                    return Err(bad(
+                        &key("cell_command"),
+                        "expected a non-empty argv list".into(),
+                    ));
+                }
+                match &c.cell_pointer {
+                    Some(p) if p.starts_with('/') => {}
+                    _ => {
+                        return Err(bad(
+                            &key("cell_pointer"),
+                            "`cell_command` needs `cell_pointer`, a JSON pointer starting with '/'"
+                                .into(),
+                        ))
+                    }
+                }
+            }
+        }
+        if let Some(ph) = &self.phad {
+            if self.carriers.is_empty() {
+                return Err(bad(
+                    "carrier",
+                    "[phad] needs at least one [[carrier]] with its MPTCP endpoint".into(),
+                ));
+            }
+            positive("phad.rtt_ms", ph.rtt_ms, 10_000.0)?;
+            if let Some(l) = ph.lead_time_ms {
+                positive("phad.lead_time_ms", l, 60_000.0)?;
+            }
+            positive("phad.stale_after_ms", ph.stale_after_ms, 600_000.0)?;
+            positive("phad.tick_ms", ph.tick_ms, 10_000.0)?;
+            match &ph.position {
+                PositionConfig::Gpsd { max_offtrack_m, .. }
+                | PositionConfig::Nmea { max_offtrack_m, .. } => {
+                    positive("phad.position.max_offtrack_m", *max_offtrack_m, 100_000.0)?
+                }
+                PositionConfig::Replay { .. } => {}
+            }
+            if let PositionConfig::Nmea { baud: Some(b), .. } = &ph.position {
+                if ![4800u32, 9600, 19200, 38400, 57600, 115200].contains(b) {
+                    return Err(bad(
+                        "phad.position.baud",
+                        format!("unsupported serial speed {b}; expected one of 4800, 9600, 19200, 38400, 57600, 115200"),
+                    ));
+                }
+            }
+        }
+        if let Some(h) = &self.handover_log {
+            positive("handover_log.cell_poll_ms", h.cell_poll_ms, 3_600_000.0)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[proxy]
+mode = "train"
+listen = "0.0.0.0:3129"
+
+[metrics]
+listen = "127.0.0.1:9464"
+
+[phad]
+table = "/etc/railpath/table.json"
+rtt_ms = 80
+position = { source = "replay", path = "/tmp/feed.csv" }
+
+[[carrier]]
+name = "A"
+endpoint_id = 1
+interface = "wwan0"
+
+[[carrier]]
+name = "B"
+endpoint_addr = "10.2.0.2"
+"#;
+
+    fn err(text: &str) -> String {
+        Config::parse(text, "gw.toml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn good_config_parses_with_defaults() {
+        let c = Config::parse(GOOD, "gw.toml").unwrap();
+        let p = c.proxy.unwrap();
+        assert_eq!(p.mode, ProxyMode::Train);
+        assert!(p.mptcp);
+        assert_eq!(p.max_connections, 4096);
+        let ph = c.phad.unwrap();
+        // lead time defaults to one RTT
+        assert_eq!(ph.lead_time(), Duration::from_millis(80));
+        assert_eq!(c.carriers.len(), 2);
+        assert_eq!(c.log.format, LogFormat::Json);
+    }
+
+    #[test]
+    fn misspelt_key_is_named() {
+        let e = err(&GOOD.replace("rtt_ms = 80", "rtt_msec = 80"));
+        assert!(e.contains("gw.toml") && e.contains("rtt_msec"), "{e}");
+    }
+
+    #[test]
+    fn ground_mode_needs_upstream() {
+        let e = err("[proxy]\nmode = \"ground\"\nlisten = \"0.0.0.0:1\"\n");
+        assert!(e.contains("proxy.upstream"), "{e}");
+    }
+
+    #[test]
+    fn bad_mode_and_address_are_errors() {
+        let e = err("[proxy]\nmode = \"plane\"\nlisten = \"0.0.0.0:1\"\n");
+        assert!(e.contains("plane") && e.contains("gw.toml"), "{e}");
+        let e = err("[proxy]\nmode = \"train\"\nlisten = \"nowhere\"\n");
+        assert!(e.contains("listen") || e.contains("address"), "{e}");
+    }
+
+    #[test]
+    fn carrier_needs_endpoint_and_unique_name() {
+        let e = err(&GOOD.replace("endpoint_id = 1\n", ""));
+        assert!(e.contains("carrier[0].endpoint_id"), "{e}");
+        let e = err(&GOOD.replace("name = \"B\"", "name = \"A\""));
+        assert!(e.contains("duplicate carrier"), "{e}");
+        let e = err(&GOOD.replace("endpoint_id = 1", "endpoint_id = 0"));
+        assert!(e.contains("1..=255"), "{e}");
+    }
+
+    #[test]
+    fn out_of_range_numbers_are_named() {
+        let e = err(&GOOD.replace("rtt_ms = 80", "rtt_ms = -3"));
+        assert!(e.contains("phad.rtt_ms") && e.contains("-3"), "{e}");
+        let e = err(&GOOD.replace("mode = \"train\"", "mode = \"train\"\nbuffer_bytes = 10"));
+        assert!(e.contains("proxy.buffer_bytes"), "{e}");
+    }
+
+    #[test]
+    fn empty_config_is_an_error() {
+        let e = err("");
+        assert!(e.contains("nothing to do"), "{e}");
+    }
+
+    #[test]
+    fn unknown_position_source_is_an_error() {
+        let e = err(&GOOD.replace("source = \"replay\"", "source = \"glonass\""));
+        assert!(e.contains("glonass"), "{e}");
+    }
+}

@@ -1,0 +1,16 @@
+//! railpath-gateway: the onboard daemon of railpath (docs/gateway.md).
+//!
+//! - [`proxy`]: transparent TCP -> MPTCP relay for passengers (train mode) and MPTCP -> TCP relay
+//!   (ground mode);
+//! - [`phad`]: the PHA-D decision rule, and [`controller`]: the loop that applies it to the
+//!   kernel's MPTCP path manager ([`pm`]) from a position source ([`position`]);
+//! - [`handover_log`]: observed handovers, logged for learning the table on later runs;
+//! - [`config`], [`metrics`].
+
+pub mod config;
+pub mod metrics;
+pub mod phad;
+pub mod pm;
+pub mod position;
+pub mod proxy;
+pub mod sockopt;

@@ -1,0 +1,449 @@
+//! Position sources: gpsd, NMEA (serial device, file or FIFO) and replay files.
+//!
+//! Every source publishes a [`PositionState`] on a `watch` channel: the latest fix along the track
+//! with the instant it was received, or why there is none (no fix, source gone, off track). The
+//! controller treats a fix older than `stale_after_ms` as lost. Lat/lon sources are projected
+//! onto the track polyline ([`track`]); replay files already give positions along the track.
+
+pub mod gpsd;
+pub mod nmea;
+pub mod replay;
+pub mod track;
+
+use crate::config::PositionConfig;
+use crate::metrics::Metrics;
+use crate::phad::Fix;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::watch;
+use tracing::{debug, info, warn};
+use track::Track;
+
+/// What the controller sees.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PositionState {
+    /// No usable position, and why.
+    Unknown(String),
+    Fix {
+        fix: Fix,
+        at: Instant,
+    },
+}
+
+enum Kind {
+    Gpsd {
+        addr: SocketAddr,
+        track: Track,
+        max_off: f64,
+    },
+    Nmea {
+        path: PathBuf,
+        baud: Option<u32>,
+        track: Track,
+        max_off: f64,
+    },
+    Replay {
+        points: Vec<replay::ReplayPoint>,
+        looped: bool,
+    },
+}
+
+/// A configured position source, with its files already read and checked.
+pub struct PositionSource {
+    kind: Kind,
+}
+
+/// Longest line accepted from any source; longer input is garbage.
+pub const MAX_LINE: usize = 64 * 1024;
+
+/// Reads one line of at most `max` bytes (without the newline). `Ok(None)` at EOF. A longer line
+/// is consumed and reported as an error, so a stream of garbage cannot exhaust memory.
+pub async fn read_line_bounded<R: AsyncBufRead + Unpin>(
+    r: &mut R,
+    max: usize,
+) -> std::io::Result<Option<Result<String, String>>> {
+    let mut buf = Vec::new();
+    let mut too_long = false;
+    loop {
+        let avail = r.fill_buf().await?;
+        if avail.is_empty() {
+            if buf.is_empty() && !too_long {
+                return Ok(None);
+            }
+            break;
+        }
+        let (chunk, done) = match avail.iter().position(|&b| b == b'\n') {
+            Some(i) => (&avail[..i], Some(i + 1)),
+            None => (avail, None),
+        };
+        if !too_long {
+            if buf.len() + chunk.len() > max {
+                too_long = true;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(chunk);
+            }
+        }
+        let used = done.unwrap_or(avail.len());
+        r.consume(used);
+        if done.is_some() {
+            break;
+        }
+    }
+    if too_long {
+        return Ok(Some(Err(format!("line longer than {max} bytes"))));
+    }
+    Ok(Some(match String::from_utf8(buf) {
+        Ok(s) => Ok(s.trim_end_matches('\r').to_string()),
+        Err(_) => Err("line is not UTF-8".to_string()),
+    }))
+}
+
+/// Logs bad input without flooding the log: the first 10, then every 1000th.
+fn note_error(metrics: &Metrics, source: &str, msg: &str) {
+    let n = metrics.position_errors.fetch_add(1, Relaxed) + 1;
+    if n <= 10 || n % 1000 == 0 {
+        warn!(source, error = msg, count = n, "position input rejected");
+    } else {
+        debug!(source, error = msg, "position input rejected");
+    }
+}
+
+fn project(
+    track: &Track,
+    max_off: f64,
+    lat: f64,
+    lon: f64,
+    speed: f64,
+    course: Option<f64>,
+) -> Result<Fix, String> {
+    let p = track.project(lat, lon);
+    if p.offset_m > max_off {
+        return Err(format!(
+            "fix {lat:.6},{lon:.6} is {:.0} m from the track (max_offtrack_m = {max_off})",
+            p.offset_m
+        ));
+    }
+    Ok(Fix {
+        position_m: p.position_m,
+        speed_mps: track::along_track_speed(speed, course, p.bearing_deg),
+    })
+}
+
+impl PositionSource {
+    /// Reads the track or replay file; errors name the file and line.
+    pub fn open(cfg: &PositionConfig) -> Result<PositionSource, String> {
+        let kind = match cfg {
+            PositionConfig::Gpsd {
+                address,
+                track,
+                max_offtrack_m,
+            } => Kind::Gpsd {
+                addr: *address,
+                track: Track::load(track)?,
+                max_off: *max_offtrack_m,
+            },
+            PositionConfig::Nmea {
+                path,
+                baud,
+                track,
+                max_offtrack_m,
+            } => Kind::Nmea {
+                path: path.clone(),
+                baud: *baud,
+                track: Track::load(track)?,
+                max_off: *max_offtrack_m,
+            },
+            PositionConfig::Replay { path, r#loop } => Kind::Replay {
+                points: replay::load(path)?,
+                looped: *r#loop,
+            },
+        };
+        Ok(PositionSource { kind })
+    }
+
+    /// Runs the source until the task is dropped (a replay without `loop` returns at its end,
+    /// leaving its last state to go stale).
+    pub async fn run(self, tx: watch::Sender<PositionState>, metrics: Arc<Metrics>) {
+        match self.kind {
+            Kind::Gpsd {
+                addr,
+                track,
+                max_off,
+            } => run_gpsd(addr, track, max_off, tx, metrics).await,
+            Kind::Nmea {
+                path,
+                baud,
+                track,
+                max_off,
+            } => run_nmea(path, baud, track, max_off, tx, metrics).await,
+            Kind::Replay { points, looped } => run_replay(points, looped, tx, metrics).await,
+        }
+    }
+}
+
+fn publish(tx: &watch::Sender<PositionState>, metrics: &Metrics, st: PositionState) {
+    if let PositionState::Fix { fix, .. } = &st {
+        metrics.position_fixes.fetch_add(1, Relaxed);
+        metrics
+            .position_mm
+            .store((fix.position_m * 1000.0) as i64, Relaxed);
+    }
+    tx.send_replace(st);
+}
+
+async fn run_gpsd(
+    addr: SocketAddr,
+    track: Track,
+    max_off: f64,
+    tx: watch::Sender<PositionState>,
+    metrics: Arc<Metrics>,
+) {
+    let mut backoff = Duration::from_millis(500);
+    loop {
+        let conn =
+            tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr))
+                .await;
+        let mut stream = match conn {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                publish(
+                    &tx,
+                    &metrics,
+                    PositionState::Unknown(format!("gpsd at {addr} unreachable: {e}")),
+                );
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+                continue;
+            }
+            Err(_) => {
+                publish(
+                    &tx,
+                    &metrics,
+                    PositionState::Unknown(format!("gpsd at {addr}: connect timed out")),
+                );
+                continue;
+            }
+        };
+        info!(%addr, "connected to gpsd");
+        if let Err(e) = stream.write_all(gpsd::WATCH.as_bytes()).await {
+            publish(
+                &tx,
+                &metrics,
+                PositionState::Unknown(format!("gpsd at {addr}: {e}")),
+            );
+            tokio::time::sleep(backoff).await;
+            continue;
+        }
+        backoff = Duration::from_millis(500);
+        let mut r = BufReader::new(stream);
+        let why = loop {
+            match read_line_bounded(&mut r, MAX_LINE).await {
+                Ok(None) => break "gpsd closed the connection".to_string(),
+                Err(e) => break format!("gpsd connection error: {e}"),
+                Ok(Some(Err(e))) => note_error(&metrics, "gpsd", &e),
+                Ok(Some(Ok(line))) => match gpsd::parse_line(&line) {
+                    Ok(None) => {}
+                    Ok(Some(gpsd::Tpv::NoFix)) => publish(
+                        &tx,
+                        &metrics,
+                        PositionState::Unknown("gpsd reports no fix".into()),
+                    ),
+                    Ok(Some(gpsd::Tpv::Fix {
+                        lat,
+                        lon,
+                        speed_mps,
+                        course_deg,
+                    })) => match project(&track, max_off, lat, lon, speed_mps, course_deg) {
+                        Ok(fix) => publish(
+                            &tx,
+                            &metrics,
+                            PositionState::Fix {
+                                fix,
+                                at: Instant::now(),
+                            },
+                        ),
+                        Err(e) => {
+                            note_error(&metrics, "gpsd", &e);
+                            publish(&tx, &metrics, PositionState::Unknown(e))
+                        }
+                    },
+                    Err(e) => note_error(&metrics, "gpsd", &e),
+                },
+            }
+        };
+        warn!(%addr, reason = %why, "lost gpsd; reconnecting");
+        publish(&tx, &metrics, PositionState::Unknown(why));
+        tokio::time::sleep(backoff).await;
+    }
+}
+
+async fn run_nmea(
+    path: PathBuf,
+    baud: Option<u32>,
+    track: Track,
+    max_off: f64,
+    tx: watch::Sender<PositionState>,
+    metrics: Arc<Metrics>,
+) {
+    let name = path.display().to_string();
+    loop {
+        let file = match tokio::fs::File::open(&path).await {
+            Ok(f) => f,
+            Err(e) => {
+                publish(
+                    &tx,
+                    &metrics,
+                    PositionState::Unknown(format!("{name}: cannot open: {e}")),
+                );
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        if let Some(b) = baud {
+            use std::os::fd::AsRawFd;
+            if let Err(e) = nmea::configure_serial(file.as_raw_fd(), b) {
+                warn!(path = %name, error = %e, "cannot configure the serial line; reading it as it is");
+            }
+        }
+        info!(path = %name, "reading NMEA");
+        let mut r = BufReader::new(file);
+        // Follow the file as it grows (a FIFO or a log being written): at EOF, wait and read on.
+        loop {
+            match read_line_bounded(&mut r, MAX_LINE).await {
+                Ok(None) => tokio::time::sleep(Duration::from_millis(50)).await,
+                Err(e) => {
+                    publish(
+                        &tx,
+                        &metrics,
+                        PositionState::Unknown(format!("{name}: read error: {e}")),
+                    );
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    break;
+                }
+                Ok(Some(Err(e))) => note_error(&metrics, "nmea", &e),
+                Ok(Some(Ok(line))) if line.trim().is_empty() => {}
+                Ok(Some(Ok(line))) => match nmea::parse_line(&line) {
+                    Ok(None) => {}
+                    Ok(Some(nmea::Rmc::Void)) => publish(
+                        &tx,
+                        &metrics,
+                        PositionState::Unknown("NMEA RMC status V: receiver has no fix".into()),
+                    ),
+                    Ok(Some(nmea::Rmc::Fix {
+                        lat,
+                        lon,
+                        speed_mps,
+                        course_deg,
+                    })) => match project(&track, max_off, lat, lon, speed_mps, course_deg) {
+                        Ok(fix) => publish(
+                            &tx,
+                            &metrics,
+                            PositionState::Fix {
+                                fix,
+                                at: Instant::now(),
+                            },
+                        ),
+                        Err(e) => {
+                            note_error(&metrics, "nmea", &e);
+                            publish(&tx, &metrics, PositionState::Unknown(e))
+                        }
+                    },
+                    Err(e) => note_error(&metrics, "nmea", &e),
+                },
+            }
+        }
+    }
+}
+
+async fn run_replay(
+    points: Vec<replay::ReplayPoint>,
+    looped: bool,
+    tx: watch::Sender<PositionState>,
+    metrics: Arc<Metrics>,
+) {
+    let last_t = points.last().map(|p| p.t_s).unwrap_or(0.0);
+    let step = if points.len() >= 2 {
+        (last_t - points[points.len() - 2].t_s).max(0.001)
+    } else {
+        1.0
+    };
+    let mut t0 = Instant::now();
+    loop {
+        for p in &points {
+            tokio::time::sleep_until((t0 + Duration::from_secs_f64(p.t_s)).into()).await;
+            let st = match p.fix {
+                Some((position_m, speed_mps)) => PositionState::Fix {
+                    fix: Fix {
+                        position_m,
+                        speed_mps,
+                    },
+                    at: Instant::now(),
+                },
+                None => PositionState::Unknown("replay: position lost".into()),
+            };
+            publish(&tx, &metrics, st);
+        }
+        if !looped {
+            info!("replay finished");
+            return;
+        }
+        t0 += Duration::from_secs_f64(last_t + step);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn bounded_lines() {
+        let data = format!("ab\r\n{}\nc\n\u{0}\u{ff}", "x".repeat(100));
+        let mut bytes = data.into_bytes();
+        bytes.extend_from_slice(&[0xff, 0xfe, b'\n', b'z']);
+        let mut r = BufReader::with_capacity(7, &bytes[..]);
+        assert_eq!(
+            read_line_bounded(&mut r, 10).await.unwrap(),
+            Some(Ok("ab".into()))
+        );
+        assert!(read_line_bounded(&mut r, 10)
+            .await
+            .unwrap()
+            .unwrap()
+            .is_err());
+        assert_eq!(
+            read_line_bounded(&mut r, 10).await.unwrap(),
+            Some(Ok("c".into()))
+        );
+        assert!(read_line_bounded(&mut r, 10)
+            .await
+            .unwrap()
+            .unwrap()
+            .is_err());
+        assert_eq!(
+            read_line_bounded(&mut r, 10).await.unwrap(),
+            Some(Ok("z".into()))
+        );
+        assert_eq!(read_line_bounded(&mut r, 10).await.unwrap(), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn replay_publishes_in_time_and_loss() {
+        let pts = replay::parse("0,10,5\n1,15,5\n2,,\n", "r").unwrap();
+        let (tx, mut rx) = watch::channel(PositionState::Unknown("start".into()));
+        let m = Metrics::new(&[]);
+        let task = tokio::spawn(run_replay(pts, false, tx, m.clone()));
+        rx.changed().await.unwrap();
+        assert!(matches!(*rx.borrow(), PositionState::Fix { fix, .. } if fix.position_m == 10.0));
+        rx.changed().await.unwrap();
+        assert!(matches!(*rx.borrow(), PositionState::Fix { fix, .. } if fix.position_m == 15.0));
+        rx.changed().await.unwrap();
+        assert!(matches!(*rx.borrow(), PositionState::Unknown(_)));
+        task.await.unwrap();
+        assert_eq!(m.position_fixes.load(Relaxed), 2);
+    }
+}
