@@ -29,19 +29,18 @@ pub enum Event {
     Sample,
 }
 
+/// A queued event. `key` packs the order into one integer: time in the high 64 bits, then a
+/// same-time class bit (0 for bin ends, so a bin [t0, t1) closes before anything that happens at
+/// t1, 1 for everything else), then the insertion sequence number.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
-    time: Time,
-    /// Same-time order class: 0 for bin ends (so a bin [t0, t1) closes before anything that
-    /// happens at t1), 1 for everything else.
-    class: u8,
-    seq: u64,
+    key: u128,
     ev: Event,
 }
 
 impl PartialEq for Entry {
     fn eq(&self, o: &Self) -> bool {
-        self.time == o.time && self.class == o.class && self.seq == o.seq
+        self.key == o.key
     }
 }
 impl Eq for Entry {}
@@ -51,14 +50,13 @@ impl PartialOrd for Entry {
     }
 }
 impl Ord for Entry {
-    // Reversed: BinaryHeap is a max-heap, we want the earliest (then first inserted) on top.
+    // Reversed: BinaryHeap is a max-heap, we want the smallest key on top.
     fn cmp(&self, o: &Self) -> Ordering {
-        o.time
-            .cmp(&self.time)
-            .then_with(|| o.class.cmp(&self.class))
-            .then_with(|| o.seq.cmp(&self.seq))
+        o.key.cmp(&self.key)
     }
 }
+
+const CLASS_BIT: u64 = 1 << 63;
 
 /// The event queue and the simulated clock.
 #[derive(Debug, Default)]
@@ -94,11 +92,9 @@ impl Scheduler {
         debug_assert!(time >= self.now, "event scheduled in the past");
         let time = time.max(self.now);
         self.seq += 1;
-        let class = if ev == Event::Sample { 0 } else { 1 };
+        let class = if ev == Event::Sample { 0 } else { CLASS_BIT };
         self.heap.push(Entry {
-            time,
-            class,
-            seq: self.seq,
+            key: ((time.ns() as u128) << 64) | (class | self.seq) as u128,
             ev,
         });
     }
@@ -112,11 +108,11 @@ impl Scheduler {
     #[inline]
     pub fn pop(&mut self, until: Time) -> Option<Event> {
         let top = self.heap.peek()?;
-        if top.time > until {
+        if (top.key >> 64) as u64 > until.ns() {
             return None;
         }
         let e = self.heap.pop()?;
-        self.now = e.time;
+        self.now = Time::from_ns((e.key >> 64) as u64);
         self.processed += 1;
         Some(e.ev)
     }

@@ -165,7 +165,7 @@ impl LinkDir {
             self.stats.drops_outage += 1;
             return Wake::None;
         }
-        if !self.fits(p.size) {
+        if !self.fits(p.size as u32) {
             self.stats.drops_overflow += 1;
             return Wake::None;
         }
@@ -214,7 +214,7 @@ impl LinkDir {
                     break;
                 };
                 let tr = self.trace.as_mut().expect("trace");
-                let left = head.size - tr.head_done;
+                let left = head.size as u32 - tr.head_done;
                 if left > budget {
                     tr.head_done += budget;
                     budget = 0;
@@ -350,7 +350,7 @@ impl LinkDir {
 mod tests {
     use super::*;
 
-    fn pkt(size: u32) -> Packet {
+    fn pkt(size: u16) -> Packet {
         Packet {
             size,
             ..Default::default()

@@ -27,41 +27,58 @@ pub mod flags {
     pub const WINDOW_UPDATE: u8 = 8;
 }
 
+/// A packet. Fields are ordered to pack into 96 bytes: packets are copied at every hop.
+/// Segment numbers travel as 32-bit values (as TCP sequence numbers do); endpoints keep 64-bit
+/// counters and runs never approach 2^32 segments (6 TB at 1448 B).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Packet {
     /// Index into the world's route table.
     pub route: u32,
+    /// Data: subflow-level segment number. ACK: unused.
+    pub seq: u32,
+    /// ACK: cumulative acknowledgement (next expected segment).
+    pub ack: u32,
+    /// ACK: advertised receive window, bytes (saturating).
+    pub rwnd: u32,
+    /// ACK: SACK blocks [start, end) in segments, most recent first.
+    pub sack: [(u32, u32); MAX_SACK_BLOCKS],
+    /// Bytes on the wire (headers included).
+    pub size: u16,
+    /// Data: payload bytes.
+    pub len: u16,
     /// Position along the route.
     pub hop: u16,
     pub kind: Kind,
     pub flags: u8,
-    /// Bytes on the wire (headers included).
-    pub size: u32,
-    /// Data: subflow-level segment number. ACK: unused.
-    pub seq: u64,
-    /// Data: payload bytes.
-    pub len: u32,
+    pub nsack: u8,
     /// Data: data-level sequence number (MPTCP DSN, in segments); equal to `seq` for TCP.
+    /// MP_PRIO ACKs: the index of the subflow the option refers to (RFC 8684 AddrID).
     pub dsn: u64,
+    /// ACK: MPTCP data-level cumulative ACK (next expected DSN); 0 for TCP.
+    pub data_ack: u64,
     /// Timestamp option TSval (RFC 7323): the sender's clock when sent.
     pub ts: Time,
     /// ACK: echoed TSval (TSecr).
     pub ts_ecr: Time,
-    /// ACK: cumulative acknowledgement (next expected segment).
-    pub ack: u64,
-    /// ACK: SACK blocks [start, end) in segments, most recent first.
-    pub sack: [(u64, u64); MAX_SACK_BLOCKS],
-    pub nsack: u8,
-    /// ACK: advertised receive window, bytes.
-    pub rwnd: u64,
-    /// ACK: MPTCP data-level cumulative ACK (next expected DSN); 0 for TCP.
-    pub data_ack: u64,
     /// When the packet entered its current link queue (queueing-delay statistics).
     pub enq: Time,
 }
 
 impl Packet {
-    pub fn sack_blocks(&self) -> &[(u64, u64)] {
+    pub fn sack_blocks(&self) -> &[(u32, u32)] {
         &self.sack[..self.nsack as usize]
+    }
+
+    /// Saturating conversion of a window in bytes to the 32-bit field.
+    pub fn window(bytes: u64) -> u32 {
+        bytes.min(u32::MAX as u64) as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn packet_is_96_bytes() {
+        assert_eq!(std::mem::size_of::<super::Packet>(), 96);
     }
 }

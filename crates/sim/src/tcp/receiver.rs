@@ -100,7 +100,7 @@ impl TcpReceiver {
         deliver: &mut impl FnMut(u64, u32),
     ) -> AckDecision {
         self.segments_received += 1;
-        let seq = p.seq;
+        let seq = p.seq as u64;
         if seq < self.rcv_nxt {
             self.duplicates += 1;
             return self.ack_now();
@@ -111,7 +111,7 @@ impl TcpReceiver {
             if self.unacked == 0 {
                 self.ts_recent = p.ts;
             }
-            deliver(p.dsn, p.len);
+            deliver(p.dsn, p.len as u32);
             self.rcv_nxt += 1;
             if !self.ooo.is_empty() {
                 self.ooo.pop_front();
@@ -142,7 +142,7 @@ impl TcpReceiver {
         if self.ooo[off].is_some() {
             self.duplicates += 1;
         } else {
-            self.ooo[off] = Some((p.dsn, p.len));
+            self.ooo[off] = Some((p.dsn, p.len as u32));
             self.ooo_bytes += p.len as u64;
         }
         if self.cfg.sack {
@@ -240,17 +240,19 @@ impl TcpReceiver {
         let mut p = Packet {
             route,
             kind: Kind::Ack,
-            ack: self.rcv_nxt,
+            ack: self.rcv_nxt as u32,
             ts_ecr: self.ts_recent,
-            rwnd: self.rwnd(),
-            size: self.cfg.ack_bytes,
+            rwnd: Packet::window(self.rwnd()),
+            size: self.cfg.ack_bytes as u16,
             ..Default::default()
         };
         if self.cfg.sack && self.nblocks > 0 {
-            p.sack = self.blocks;
+            for (i, &(a, b)) in self.blocks[..self.nblocks].iter().enumerate() {
+                p.sack[i] = (a as u32, b as u32);
+            }
             p.nsack = self.nblocks as u8;
             // SACK option: 2 bytes kind/length + 8 per block, padded to 4 (RFC 2018).
-            p.size += 4 + 8 * self.nblocks as u32;
+            p.size += 4 + 8 * self.nblocks as u16;
         }
         p
     }
@@ -273,7 +275,7 @@ mod tests {
 
     fn seg(seq: u64, ts_ms: u64) -> Packet {
         Packet {
-            seq,
+            seq: seq as u32,
             dsn: seq,
             len: 1000,
             ts: Time::from_ms(ts_ms),
