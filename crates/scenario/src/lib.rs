@@ -56,6 +56,13 @@ pub struct Scenario {
     pub links: Vec<Link>,
     #[serde(default, rename = "flow")]
     pub flows: Vec<Flow>,
+    /// The train of the radio model (`[train]`); required when any `[[carrier]]` is given.
+    #[serde(default)]
+    pub train: Option<railpath_radio::TrainConfig>,
+    /// Carriers of the radio model (`[[carrier]]`); a link with `carrier = "<id>"` follows one
+    /// (see `railpath_radio::carrier_timelines`).
+    #[serde(default, rename = "carrier")]
+    pub carriers: Vec<railpath_radio::CarrierConfig>,
     /// Where the scenario came from (file path or preset name); set by the loader.
     #[serde(skip)]
     pub source: String,
@@ -135,6 +142,9 @@ pub struct Link {
     pub schedule: Vec<ScheduleStep>,
     /// Mahimahi delivery-opportunity trace, path relative to the scenario file.
     pub trace: Option<String>,
+    /// Id of the `[[carrier]]` that drives this link's rate, outages and extra delay/loss along
+    /// the track (then `rate_mbps` and `trace` are not given).
+    pub carrier: Option<String>,
     /// Reverse (ACK) direction rate; default: the data-direction rate (or 100 Mbit/s with a trace).
     pub reverse_rate_mbps: Option<f64>,
     /// Reverse (ACK) direction one-way delay; default: `delay_ms`.
@@ -365,7 +375,20 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
     s.load_traces(&base)?;
+    railpath_radio::measured::load_files(&mut s.carriers, &base)
+        .map_err(|e| radio_error(&file, e))?;
     Ok(s)
+}
+
+/// A radio-model error as a scenario error: errors in a data file (CSV, trace) keep that file,
+/// errors about keys name the scenario file.
+pub fn radio_error(scenario_file: &str, e: railpath_radio::RadioError) -> ScenarioError {
+    let file = if e.file.is_empty() {
+        scenario_file
+    } else {
+        e.file.as_str()
+    };
+    ScenarioError::new(file, e.key, e.message)
 }
 
 impl Scenario {

@@ -147,6 +147,30 @@ impl Scenario {
                 ));
             }
         }
+        railpath_radio::validate(self.train.as_ref(), &self.carriers)
+            .map_err(|e| c.err(e.key, e.message))?;
+        for (i, l) in self.links.iter().enumerate() {
+            if let Some(id) = &l.carrier {
+                if !self.carriers.iter().any(|x| &x.id == id) {
+                    let ids: Vec<String> = self
+                        .carriers
+                        .iter()
+                        .map(|x| format!("{:?}", x.id))
+                        .collect();
+                    return Err(c.err(
+                        format!("link[{i}].carrier"),
+                        if ids.is_empty() {
+                            format!("unknown carrier {id:?}: no [[carrier]] is defined")
+                        } else {
+                            format!(
+                                "unknown carrier {id:?}; expected one of the [[carrier]] ids: {}",
+                                ids.join(", ")
+                            )
+                        },
+                    ));
+                }
+            }
+        }
         if self.flows.is_empty() {
             return Err(c.err("flow", "at least one [[flow]] table is required"));
         }
@@ -252,7 +276,22 @@ impl Scenario {
 fn validate_link(c: &Check, i: usize, l: &Link) -> Result<(), ScenarioError> {
     let k = |f: &str| format!("link[{i}].{f}");
     c.id(&k("id"), &l.id)?;
+    if l.carrier.is_some() {
+        for (set, key) in [
+            (l.rate_mbps.is_some(), "rate_mbps"),
+            (l.trace.is_some(), "trace"),
+            (l.schedule.iter().any(|s| s.rate_mbps.is_some()), "schedule"),
+        ] {
+            if set {
+                return Err(c.err(
+                    k(key),
+                    "a link with carrier = \"...\" takes its rate from the carrier; remove this key or the carrier",
+                ));
+            }
+        }
+    }
     match (l.rate_mbps, &l.trace) {
+        (None, None) if l.carrier.is_some() => {}
         (Some(r), None) => c.range(&k("rate_mbps"), r, 0.0, true, MAX_RATE_MBPS, "Mbit/s")?,
         (None, Some(t)) => {
             if t.trim().is_empty() {
