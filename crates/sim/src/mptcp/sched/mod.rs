@@ -13,7 +13,43 @@
 //!   3.3.8: "backup" means "use only if no regular subflow is available");
 //! - `has_space` (in-flight below cwnd) is what "can send now" means.
 
-use railpath_core::Time;
+use railpath_core::{Rng, Time};
+
+pub mod blest;
+mod common;
+pub mod ecf;
+pub mod linux_default;
+pub mod minrtt;
+pub mod peekaboo;
+pub mod redundant;
+pub mod round_robin;
+
+/// The scenario names accepted by [`by_name`].
+pub const NAMES: [&str; 7] = [
+    "minrtt",
+    "roundrobin",
+    "redundant",
+    "ecf",
+    "blest",
+    "peekaboo",
+    "linux-default",
+];
+
+/// Build a scheduler by its scenario name (`scheduler = "..."`). `rng` is used only by the
+/// schedulers that draw random numbers (Peekaboo); pass a stream of its own, e.g.
+/// `Rng::stream(seed, "sched/<flow>")`.
+pub fn by_name(name: &str, rng: Rng) -> Option<Box<dyn Scheduler>> {
+    match name {
+        "minrtt" => Some(Box::new(minrtt::MinRtt)),
+        "roundrobin" => Some(Box::new(round_robin::RoundRobin::default())),
+        "redundant" => Some(Box::new(redundant::Redundant)),
+        "ecf" => Some(Box::new(ecf::Ecf::default())),
+        "blest" => Some(Box::new(blest::Blest::default())),
+        "peekaboo" => Some(Box::new(peekaboo::Peekaboo::new(rng))),
+        "linux-default" => Some(Box::new(linux_default::LinuxDefault::default())),
+        _ => None,
+    }
+}
 
 /// A snapshot of one subflow for the scheduler.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -78,7 +114,11 @@ pub enum Decision {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Feedback {
     /// A subflow-level ACK arrived on subflow `id`.
-    Ack { id: usize, acked_segments: u32, rtt: Option<Time> },
+    Ack {
+        id: usize,
+        acked_segments: u32,
+        rtt: Option<Time>,
+    },
     /// A segment was retransmitted on subflow `id` (loss or timeout).
     Retransmit { id: usize },
     /// The data-level ACK advanced by `segments`.
@@ -95,4 +135,19 @@ pub trait Scheduler: Send {
         false
     }
     fn feedback(&mut self, _f: &Feedback, _subs: &[SubflowInfo], _conn: &ConnInfo) {}
+}
+
+#[cfg(test)]
+mod by_name_tests {
+    use super::*;
+
+    #[test]
+    fn every_scenario_name_builds_and_reports_its_name() {
+        for n in NAMES {
+            let s = by_name(n, Rng::stream(0, "t")).expect(n);
+            assert_eq!(s.name(), n);
+            assert_eq!(s.redundant(), n == "redundant");
+        }
+        assert!(by_name("nope", Rng::stream(0, "t")).is_none());
+    }
 }

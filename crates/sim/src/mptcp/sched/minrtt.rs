@@ -1,0 +1,78 @@
+//! minRTT: the out-of-tree Linux MPTCP default scheduler (multipath-tcp.org kernel,
+//! `net/mptcp/mptcp_sched.c`, `get_available_subflow` / `get_subflow_from_selectors`).
+//!
+//! Rule: among the usable regular (non-backup) subflows, send on the one with the lowest sRTT
+//! that has cwnd space. If regular subflows are usable but none has space, wait (Linux returns
+//! NULL because an "unused" active subflow is only temporarily unavailable). Backup subflows are
+//! considered only when no regular subflow is usable. Ties go to the first subflow.
+//!
+//! Not modelled: the reinjection `path_mask` bookkeeping (the connection decides what to
+//! reinject; a reinjected segment may go on any subflow), the DATA_FIN rule, and
+//! `mptcp_rcv_buf_optimization` (opportunistic retransmission and penalisation belong to the
+//! connection).
+
+use super::common::{candidates, min_rtt_with_space};
+use super::{ConnInfo, Decision, Scheduler, SubflowInfo};
+
+#[derive(Debug, Default)]
+pub struct MinRtt;
+
+impl Scheduler for MinRtt {
+    fn name(&self) -> &'static str {
+        "minrtt"
+    }
+
+    fn pick(&mut self, subs: &[SubflowInfo], _conn: &ConnInfo) -> Decision {
+        match min_rtt_with_space(&candidates(subs)) {
+            Some(s) => Decision::Send(s.id),
+            None => Decision::Wait,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::common::test_util::{conn, sub};
+    use super::*;
+
+    #[test]
+    fn lowest_rtt_with_space() {
+        let mut s = MinRtt;
+        // 30 ms with space, 10 ms with space, 20 ms with space -> 10 ms.
+        let subs = [sub(0, 30, 10, 0), sub(1, 10, 10, 3), sub(2, 20, 10, 0)];
+        assert_eq!(s.pick(&subs, &conn()), Decision::Send(1));
+        // The 10 ms subflow is full -> next lowest with space, 20 ms.
+        let subs = [sub(0, 30, 10, 0), sub(1, 10, 10, 10), sub(2, 20, 10, 0)];
+        assert_eq!(s.pick(&subs, &conn()), Decision::Send(2));
+    }
+
+    #[test]
+    fn waits_when_all_regular_full_even_if_backup_free() {
+        let mut s = MinRtt;
+        let mut b = sub(1, 5, 10, 0);
+        b.backup = true;
+        let subs = [sub(0, 30, 10, 10), b];
+        assert_eq!(s.pick(&subs, &conn()), Decision::Wait);
+    }
+
+    #[test]
+    fn backup_when_no_regular_usable() {
+        let mut s = MinRtt;
+        let mut a = sub(0, 5, 10, 0);
+        a.usable = false; // e.g. PHA filtered it before a handover
+        let mut b = sub(1, 50, 10, 0);
+        b.backup = true;
+        let mut c = sub(2, 40, 10, 0);
+        c.backup = true;
+        assert_eq!(s.pick(&[a, b, c], &conn()), Decision::Send(2));
+    }
+
+    #[test]
+    fn unusable_never_chosen() {
+        let mut s = MinRtt;
+        let mut a = sub(0, 5, 10, 0);
+        a.usable = false;
+        let subs = [a, sub(1, 50, 10, 10)];
+        assert_eq!(s.pick(&subs, &conn()), Decision::Wait);
+    }
+}
