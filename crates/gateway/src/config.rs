@@ -425,6 +425,12 @@ impl Config {
             }
         }
         if let Some(h) = &self.handover_log {
+            if self.phad.is_none() {
+                return Err(bad(
+                    "handover_log",
+                    "needs [phad] (its position source gives each handover's position)".into(),
+                ));
+            }
             positive("handover_log.cell_poll_ms", h.cell_poll_ms, 3_600_000.0)?;
         }
         Ok(())

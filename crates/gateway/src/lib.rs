@@ -8,6 +8,8 @@
 //! - [`config`], [`metrics`].
 
 pub mod config;
+pub mod controller;
+pub mod handover_log;
 pub mod metrics;
 pub mod phad;
 pub mod pm;

@@ -44,6 +44,8 @@ pub struct Metrics {
     pub position_fixes: AtomicU64,
     pub position_errors: AtomicU64,
     pub fallbacks_all_regular: AtomicU64,
+    /// 1 while the PHA-D controller runs.
+    pub phad_active: AtomicI64,
     pub carriers: Vec<CarrierMetrics>,
 }
 
@@ -137,6 +139,12 @@ impl Metrics {
         let mut one = |name: &str, kind: &str, help: &str, v: String| {
             let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
         };
+        one(
+            "railpath_gateway_phad_active",
+            "gauge",
+            "1 while the PHA-D controller runs (0: disabled by configuration or by a start-up error).",
+            self.phad_active.load(Relaxed).to_string(),
+        );
         one(
             "railpath_gateway_position_valid",
             "gauge",

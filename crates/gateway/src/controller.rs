@@ -1,0 +1,357 @@
+//! The PHA-D controller: every tick, the latest position goes through the decision rule
+//! ([`crate::phad::decide`]) and each carrier whose wanted state differs from its endpoint's is
+//! flipped through the kernel path manager ([`crate::pm`]), which sends MP_PRIO on every live
+//! subflow of that endpoint. At start and at shutdown every carrier is set regular, so a stopped
+//! or crashed-and-restarted daemon leaves plain MPTCP behind.
+
+use crate::config::{millis, CarrierConfig, Config, PhadConfig};
+use crate::metrics::Metrics;
+use crate::phad::{self, CarrierDecision, Reason};
+use crate::pm::{PathManager, PmError};
+use crate::position::PositionState;
+use railpath_core::Time;
+use railpath_radio::table::{HandoverTable, Predictor};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use tracing::{error, info, warn};
+
+/// The table checked against the configured carriers.
+pub struct CheckedTable {
+    pub predictor: Predictor,
+    /// Configured carriers missing from the table (they are never flipped).
+    pub unknown: Vec<String>,
+    /// Table carriers with no configured endpoint (ignored).
+    pub unused: Vec<String>,
+}
+
+/// Loads the handover table and compares its carriers with the configured ones.
+pub fn load_table(ph: &PhadConfig, carriers: &[CarrierConfig]) -> Result<CheckedTable, String> {
+    let table = HandoverTable::load(&ph.table).map_err(|e| e.to_string())?;
+    let predictor = Predictor::new(&table);
+    let known = predictor.known_carriers();
+    let unknown: Vec<String> = carriers
+        .iter()
+        .filter(|c| !known.contains(&c.name.as_str()))
+        .map(|c| c.name.clone())
+        .collect();
+    let unused = known
+        .iter()
+        .filter(|k| !carriers.iter().any(|c| c.name == **k))
+        .map(|k| k.to_string())
+        .collect();
+    Ok(CheckedTable {
+        predictor,
+        unknown,
+        unused,
+    })
+}
+
+struct CarrierRt {
+    name: String,
+    id: u8,
+    backup: bool,
+}
+
+/// What applies a decision: the kernel, or nothing (dry run).
+enum Backend {
+    Kernel(PathManager),
+    DryRun,
+}
+
+pub struct Controller {
+    carriers: Vec<CarrierRt>,
+    names: Vec<String>,
+    predictor: Predictor,
+    lead: Time,
+    stale: Time,
+    tick: Duration,
+    backend: Backend,
+    metrics: Arc<Metrics>,
+    fallback_logged: Option<String>,
+}
+
+fn to_time(d: Duration) -> Time {
+    Time::from_ns(d.as_nanos().min(u64::MAX as u128) as u64)
+}
+
+impl Controller {
+    /// Loads the table, opens the path manager, resolves and checks every endpoint, and sets
+    /// every carrier regular. Errors say what to fix.
+    pub fn new(cfg: &Config, metrics: Arc<Metrics>) -> Result<Controller, String> {
+        let ph = cfg.phad.as_ref().ok_or("no [phad] section")?;
+        let t = load_table(ph, &cfg.carriers)?;
+        for u in &t.unknown {
+            error!(
+                carrier = %u,
+                table = %ph.table.display(),
+                known = ?t.predictor.known_carriers(),
+                "carrier is not in the handover table: it will stay regular (never flipped)"
+            );
+        }
+        for u in &t.unused {
+            warn!(carrier = %u, "handover table carrier has no [[carrier]] entry; ignored");
+        }
+        let mut backend = if ph.dry_run {
+            Backend::DryRun
+        } else {
+            Backend::Kernel(PathManager::open().map_err(|e| e.to_string())?)
+        };
+        let mut carriers = Vec::new();
+        for c in &cfg.carriers {
+            let id = match (&mut backend, c.endpoint_id, c.endpoint_addr) {
+                (_, Some(id), _) => id,
+                (Backend::Kernel(pm), None, Some(a)) => pm
+                    .endpoint_id_for(a)
+                    .map_err(|e| format!("carrier {:?}: endpoint_addr {a}: {e}", c.name))?,
+                (Backend::DryRun, None, Some(_)) => 0,
+                (_, None, None) => unreachable!("validated"),
+            };
+            carriers.push(CarrierRt {
+                name: c.name.clone(),
+                id,
+                backup: true, // unknown: forces the initial "regular" below
+            });
+        }
+        let mut ctl = Controller {
+            names: carriers.iter().map(|c| c.name.clone()).collect(),
+            carriers,
+            predictor: t.predictor,
+            lead: to_time(ph.lead_time()),
+            stale: to_time(millis(ph.stale_after_ms)),
+            tick: millis(ph.tick_ms),
+            backend,
+            metrics,
+            fallback_logged: None,
+        };
+        if let Backend::Kernel(pm) = &mut ctl.backend {
+            for c in &ctl.carriers {
+                let e = pm
+                    .endpoint(c.id)
+                    .map_err(|e| format!("carrier {:?}: {e}", c.name))?;
+                info!(carrier = %c.name, endpoint = e.id, addr = ?e.addr, backup = e.is_backup(), "carrier endpoint");
+            }
+        }
+        ctl.set_all_regular("start");
+        Ok(ctl)
+    }
+
+    pub fn predictor(&self) -> &Predictor {
+        &self.predictor
+    }
+
+    fn set(&mut self, i: usize, backup: bool, why: &str) -> Result<(), PmError> {
+        let c = &self.carriers[i];
+        if let Backend::Kernel(pm) = &mut self.backend {
+            pm.set_backup(c.id, backup)?;
+        }
+        let c = &mut self.carriers[i];
+        let was = c.backup;
+        c.backup = backup;
+        if let Some(m) = self.metrics.carriers.iter().find(|m| m.name == c.name) {
+            m.backup.store(backup as i64, Relaxed);
+            if was != backup {
+                if backup {
+                    m.flips_to_backup.fetch_add(1, Relaxed);
+                } else {
+                    m.flips_to_regular.fetch_add(1, Relaxed);
+                }
+            }
+        }
+        info!(carrier = %c.name, endpoint = c.id, state = if backup { "backup" } else { "regular" }, reason = why, "PHA-D flip");
+        Ok(())
+    }
+
+    /// Sets every carrier regular (start, shutdown).
+    pub fn set_all_regular(&mut self, why: &str) {
+        for i in 0..self.carriers.len() {
+            // The first call after start does not count as a flip.
+            let was_unknown = why == "start";
+            let r = if was_unknown {
+                let c = &self.carriers[i];
+                match &mut self.backend {
+                    Backend::Kernel(pm) => pm.set_backup(c.id, false),
+                    Backend::DryRun => Ok(()),
+                }
+                .map(|_| {
+                    self.carriers[i].backup = false;
+                })
+            } else if self.carriers[i].backup {
+                self.set(i, false, why)
+            } else {
+                Ok(())
+            };
+            if let Err(e) = r {
+                self.flip_error(i, &e);
+            }
+        }
+    }
+
+    fn flip_error(&self, i: usize, e: &PmError) {
+        let c = &self.carriers[i];
+        if let Some(m) = self.metrics.carrier(&c.name) {
+            let n = m.flip_errors.fetch_add(1, Relaxed) + 1;
+            if n <= 10 || n % 1000 == 0 {
+                error!(carrier = %c.name, endpoint = c.id, error = %e, count = n, "path manager request failed");
+            }
+        }
+    }
+
+    /// One decision from a position state; applies the changes. Returns the decisions.
+    pub fn step(&mut self, st: &PositionState, now: std::time::Instant) -> Vec<CarrierDecision> {
+        let fix = match st {
+            PositionState::Fix { fix, at } => {
+                Some((*fix, to_time(now.saturating_duration_since(*at))))
+            }
+            PositionState::Unknown(_) => None,
+        };
+        let ds = phad::decide(&self.predictor, &self.names, fix, self.lead, self.stale);
+        let fallback = ds.iter().find_map(|d| match &d.reason {
+            Reason::Fallback(r) => Some(match (r, st) {
+                (_, PositionState::Unknown(why)) => why.clone(),
+                (phad::FallbackReason::Stale, _) => "position is stale".to_string(),
+                _ => "no usable position".to_string(),
+            }),
+            _ => None,
+        });
+        match (&fallback, &self.fallback_logged) {
+            (Some(why), None) => {
+                warn!(reason = %why, "position lost or stale: all carriers regular");
+                self.metrics.fallbacks_all_regular.fetch_add(1, Relaxed);
+                self.metrics.position_valid.store(0, Relaxed);
+            }
+            (None, Some(_)) => {
+                info!("position back: PHA-D active");
+                self.metrics.position_valid.store(1, Relaxed);
+            }
+            (None, None) => self.metrics.position_valid.store(1, Relaxed),
+            _ => {}
+        }
+        self.fallback_logged = fallback;
+        for (i, d) in ds.iter().enumerate() {
+            if d.backup != self.carriers[i].backup {
+                let why = format!("{:?}", d.reason);
+                if let Err(e) = self.set(i, d.backup, &why) {
+                    self.flip_error(i, &e);
+                }
+            }
+        }
+        ds
+    }
+
+    /// Runs until `shutdown` resolves, then sets every carrier regular.
+    pub async fn run(
+        mut self,
+        mut rx: watch::Receiver<PositionState>,
+        shutdown: impl std::future::Future<Output = ()>,
+    ) {
+        tokio::pin!(shutdown);
+        let mut tick = tokio::time::interval(self.tick);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => break,
+                _ = tick.tick() => {}
+                r = rx.changed() => { if r.is_err() { break; } }
+            }
+            let st = rx.borrow_and_update().clone();
+            self.step(&st, std::time::Instant::now());
+        }
+        self.set_all_regular("shutdown");
+        info!("PHA-D controller stopped; all carriers regular");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::phad::Fix;
+
+    fn setup(table: &str) -> (Config, std::path::PathBuf) {
+        let dir =
+            std::env::temp_dir().join(format!("rp-gw-ctl-{}-{}", std::process::id(), table.len()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let t = dir.join("table.json");
+        std::fs::write(&t, table).unwrap();
+        let cfg = Config::parse(
+            &format!(
+                "[phad]\ntable = {:?}\nrtt_ms = 100\ndry_run = true\nposition = {{ source = \"replay\", path = \"/nonexistent\" }}\n\
+                 [[carrier]]\nname = \"A\"\nendpoint_id = 1\n[[carrier]]\nname = \"B\"\nendpoint_id = 2\n[[carrier]]\nname = \"Q\"\nendpoint_id = 3\n",
+                t.display().to_string()
+            ),
+            "t.toml",
+        )
+        .unwrap();
+        (cfg, dir)
+    }
+
+    const TABLE: &str = r#"{"format": "railpath-handover-table/1", "gps_error_m": 20.0, "runs": 1,
+        "carriers": {"A": {"zones": [{"start_m": 1000.0, "end_m": 1100.0, "count": 1}], "runs": 1},
+                     "B": {"zones": [], "runs": 1}, "Z": {"zones": [], "runs": 1}}}"#;
+
+    #[test]
+    fn table_check_reports_unknown_and_unused_carriers() {
+        let (cfg, dir) = setup(TABLE);
+        let t = load_table(cfg.phad.as_ref().unwrap(), &cfg.carriers).unwrap();
+        assert_eq!(t.unknown, ["Q"]);
+        assert_eq!(t.unused, ["Z"]);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn malformed_table_is_a_clear_error() {
+        let (cfg, dir) = setup(r#"{"format": "railpath-handover-table/1", "gps_error_m": "x"}"#);
+        let e = load_table(cfg.phad.as_ref().unwrap(), &cfg.carriers)
+            .err()
+            .unwrap();
+        assert!(e.contains("table.json") && e.contains("gps_error_m"), "{e}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn dry_run_controller_flips_counts_and_falls_back() {
+        let (cfg, dir) = setup(TABLE);
+        let m = Metrics::new(&[("A".into(), None), ("B".into(), None), ("Q".into(), None)]);
+        let mut c = Controller::new(&cfg, m.clone()).unwrap();
+        let now = std::time::Instant::now();
+        let fix = |p: f64| PositionState::Fix {
+            fix: Fix {
+                position_m: p,
+                speed_mps: 100.0,
+            },
+            at: now,
+        };
+        let d = c.step(&fix(995.0), now);
+        assert!(d[0].backup && !d[1].backup && !d[2].backup);
+        assert_eq!(m.carriers[0].flips_to_backup.load(Relaxed), 1);
+        assert_eq!(m.carriers[0].backup.load(Relaxed), 1);
+        // Same state again: no new flip.
+        c.step(&fix(996.0), now);
+        assert_eq!(m.carriers[0].flips_to_backup.load(Relaxed), 1);
+        // Position lost: A back to regular, fallback counted once.
+        c.step(
+            &PositionState::Unknown("gpsd closed the connection".into()),
+            now,
+        );
+        c.step(
+            &PositionState::Unknown("gpsd closed the connection".into()),
+            now,
+        );
+        assert_eq!(m.carriers[0].flips_to_regular.load(Relaxed), 1);
+        assert_eq!(m.fallbacks_all_regular.load(Relaxed), 1);
+        assert_eq!(m.position_valid.load(Relaxed), 0);
+        // Stale fix (3 s old with stale_after 2 s): still regular.
+        let old = PositionState::Fix {
+            fix: Fix {
+                position_m: 1050.0,
+                speed_mps: 0.0,
+            },
+            at: now,
+        };
+        let d = c.step(&old, now + Duration::from_secs(3));
+        assert!(!d[0].backup);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
