@@ -38,16 +38,22 @@ pub fn main(args: Args) -> Result<(), CliError> {
     let mut bar: Option<ProgressBar> = None;
     let mut progress = |fraction: f64| {
         if bar.is_none() && start.elapsed() >= PROGRESS_AFTER {
-            let b = ProgressBar::new(1000);
+            let b = ProgressBar::new(1000).with_elapsed(start.elapsed());
             if let Ok(style) = ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {wide_bar} {percent}% eta {eta}",
+                "{spinner} [{elapsed_precise}] {wide_bar} {percent}% {msg}",
             ) {
                 b.set_style(style);
             }
             bar = Some(b);
         }
         if let Some(b) = &bar {
-            b.set_position((fraction.clamp(0.0, 1.0) * 1000.0) as u64);
+            let f = fraction.clamp(0.0, 1.0);
+            b.set_position((f * 1000.0) as u64);
+            // Remaining wall time if the rest runs as fast as the run so far.
+            if f > 0.0 {
+                let left = start.elapsed().as_secs_f64() * (1.0 - f) / f;
+                b.set_message(format!("about {left:.0} s left"));
+            }
         }
     };
     let result = railpath_sim::run_with_progress(&scenario, &mut progress);
