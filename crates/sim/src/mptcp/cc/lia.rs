@@ -1,0 +1,195 @@
+//! LIA, the Linked Increases Algorithm: RFC 6356 (Raiciu, Handley, Wischik, 2011), section 3;
+//! packet form and `snd_cwnd_cnt` accounting as the out-of-tree Linux "coupled" module
+//! (multipath-tcp.org kernel, `net/mptcp/mptcp_coupled.c`, `mptcp_fc_cong_avoid` /
+//! `mptcp_recalc_alpha`).
+//!
+//! RFC 6356 in bytes, for subflow i, per ACK of `bytes_acked`:
+//! `cwnd_i += min(alpha * bytes_acked * MSS_i / cwnd_total, bytes_acked * MSS_i / cwnd_i)` with
+//! `alpha = cwnd_total * max_k(cwnd_k / rtt_k^2) / (sum_k cwnd_k / rtt_k)^2` over the active
+//! subflows. Per packet acked, in packets (W_k = cwnd_k * MSS_k bytes) this is an increase of
+//! `1 / T` with
+//!
+//! ```text
+//! T = max( (sum_k W_k / rtt_k)^2 / (MSS_i * max_k W_k / rtt_k^2),  cwnd_i )
+//! ```
+//!
+//! i.e. one packet per `T` packets acked (for equal MSS, Linux's `snd_cwnd` threshold
+//! `max(2^12 / alpha, cwnd)` with `alpha = 2^12 * cwnd_best / (sum_k cwnd_k rtt_best / rtt_k)^2`).
+//! The accumulator is the window's `cwnd_cnt` (`Window::cong_avoid_ai`, Linux
+//! `tcp_cong_avoid_ai`) with the integer threshold `ceil(T)`. With one active subflow `T = cwnd`:
+//! Reno. `alpha` is recomputed on every ACK from the current windows (Linux caches it and
+//! recomputes on window changes, slow start and recovery; the RFC allows either).
+//!
+//! Slow start below ssthresh as Linux `tcp_slow_start`; loss: `ssthresh = max(cwnd / 2, 2)`
+//! (`tcp_reno_ssthresh`); no growth unless cwnd-limited (`tcp_is_cwnd_limited`).
+
+use super::common::{acks_per_packet, paths, Path};
+use crate::tcp::cc::{AckInfo, CongestionControl, Coupling, Window};
+use railpath_core::Time;
+
+#[derive(Debug, Default)]
+pub struct Lia;
+
+/// `T`, the packets to be acked on path `me` for one packet of increase (not rounded).
+pub(crate) fn acks_per_increase(p: &[Path], me: usize) -> f64 {
+    let mine = p[me];
+    if p.len() <= 1 {
+        return mine.cwnd as f64;
+    }
+    let mut sum = 0.0;
+    let mut best = 0.0f64;
+    for q in p {
+        let bytes = q.cwnd as f64 * q.mss as f64;
+        let r = q.rtt_s();
+        sum += bytes / r;
+        best = best.max(bytes / (r * r));
+    }
+    let t = sum * sum / (mine.mss as f64 * best);
+    t.max(mine.cwnd as f64)
+}
+
+impl CongestionControl for Lia {
+    fn name(&self) -> &'static str {
+        "lia"
+    }
+
+    fn ssthresh(&mut self, w: &Window, _now: Time) -> u32 {
+        (w.cwnd >> 1).max(2)
+    }
+
+    fn cong_avoid(&mut self, w: &mut Window, ack: &AckInfo, c: &Coupling) {
+        if !ack.cwnd_limited {
+            return;
+        }
+        let mut acked = ack.acked;
+        if w.in_slow_start() {
+            acked = w.slow_start(acked);
+            if acked == 0 {
+                return;
+            }
+        }
+        let t = match paths(w, ack, c) {
+            Some((p, me)) => acks_per_packet(acks_per_increase(&p, me)),
+            None => w.cwnd,
+        };
+        w.cong_avoid_ai(t, acked);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::common::test_util::*;
+    use super::*;
+    use crate::tcp::cc::newreno::NewReno;
+
+    #[test]
+    fn two_subflows_threshold_by_hand() {
+        // Me: 10 pkts / 100 ms; other: 20 pkts / 50 ms; MSS 1000.
+        // sum W/rtt = 100 + 400 = 500 pkt/s; max W/rtt^2 = max(1000, 8000) = 8000.
+        // T = 500^2 / 8000 = 31.25 (> cwnd 10) -> one packet per 32 acks.
+        let v = [view(10, 100), view(20, 50)];
+        let c = Coupling {
+            subflows: &v,
+            me: 0,
+        };
+        let w = ca_window(10);
+        let (p, me) = paths(&w, &ack(1, 100), &c).unwrap();
+        assert!((acks_per_increase(&p, me) - 31.25).abs() < 1e-9);
+        let mut cc = Lia;
+        let mut w = ca_window(10);
+        cc.cong_avoid(&mut w, &ack(31, 100), &c);
+        assert_eq!((w.cwnd, w.cwnd_cnt), (10, 31));
+        cc.cong_avoid(&mut w, &ack(1, 100), &c);
+        assert_eq!((w.cwnd, w.cwnd_cnt), (11, 0));
+        // The other subflow: T = max(31.25, 20) -> 32 as well.
+        let c2 = Coupling {
+            subflows: &v,
+            me: 1,
+        };
+        let w2 = ca_window(20);
+        let (p, me) = paths(&w2, &ack(1, 50), &c2).unwrap();
+        assert!((acks_per_increase(&p, me) - 31.25).abs() < 1e-9);
+    }
+
+    #[test]
+    fn equal_paths_quarter_packet_per_rtt_each() {
+        // Two subflows of w = 20, same RTT: alpha = 1/2, T = (2w)^2 / w = 4w = 80.
+        let v = [view(20, 60), view(20, 60)];
+        let c = Coupling {
+            subflows: &v,
+            me: 1,
+        };
+        let mut cc = Lia;
+        let mut w = ca_window(20);
+        cc.cong_avoid(&mut w, &ack(79, 60), &c);
+        assert_eq!(w.cwnd, 20);
+        cc.cong_avoid(&mut w, &ack(1, 60), &c);
+        assert_eq!(w.cwnd, 21);
+    }
+
+    #[test]
+    fn cwnd_cap_when_me_is_the_best_path() {
+        // Me: 50 pkts / 10 ms, other: 2 pkts / 200 ms: sum = 5000 + 10 = 5010,
+        // max = 500000 -> T = 5010^2 / 500000 = 50.2002 (> cwnd 50) -> 51 acks.
+        let v = [view(50, 10), view(2, 200)];
+        let c = Coupling {
+            subflows: &v,
+            me: 0,
+        };
+        let w = ca_window(50);
+        let (p, me) = paths(&w, &ack(1, 10), &c).unwrap();
+        assert!((acks_per_increase(&p, me) - 50.2002).abs() < 1e-9);
+        // Alone (other inactive): T = cwnd = 50 (Reno).
+        let mut v = v;
+        v[1].active = false;
+        let c = Coupling {
+            subflows: &v,
+            me: 0,
+        };
+        let (p, me) = paths(&w, &ack(1, 10), &c).unwrap();
+        assert_eq!(acks_per_increase(&p, me), 50.0);
+    }
+
+    #[test]
+    fn single_subflow_is_reno() {
+        let v = [view(12, 40)];
+        let c = Coupling {
+            subflows: &v,
+            me: 0,
+        };
+        let (mut a, mut b) = (Window::new(10, 1000), Window::new(10, 1000));
+        a.ssthresh = 12;
+        b.ssthresh = 12;
+        for n in [4, 10, 7, 30, 1, 13] {
+            Lia.cong_avoid(&mut a, &ack(n, 40), &c);
+            NewReno.cong_avoid(&mut b, &ack(n, 40), &Coupling::NONE);
+            assert_eq!(a, b);
+        }
+        assert_eq!(
+            Lia.ssthresh(&a, Time::ZERO),
+            NewReno.ssthresh(&b, Time::ZERO)
+        );
+    }
+
+    #[test]
+    fn slow_start_and_halving() {
+        let v = [view(10, 100), view(20, 50)];
+        let c = Coupling {
+            subflows: &v,
+            me: 0,
+        };
+        let mut w = Window::new(10, 1000);
+        w.ssthresh = 14;
+        // Slow start to 14, then the 2 left over count toward the coupled increase.
+        Lia.cong_avoid(&mut w, &ack(6, 100), &c);
+        assert_eq!((w.cwnd, w.cwnd_cnt), (14, 2));
+        assert_eq!(Lia.ssthresh(&w, Time::ZERO), 7);
+        w.cwnd = 3;
+        assert_eq!(Lia.ssthresh(&w, Time::ZERO), 2);
+        // Not cwnd-limited: no growth.
+        let mut a = ack(50, 100);
+        a.cwnd_limited = false;
+        Lia.cong_avoid(&mut w, &a, &c);
+        assert_eq!(w.cwnd, 3);
+    }
+}
