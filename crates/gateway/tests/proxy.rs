@@ -1,0 +1,492 @@
+//! The transparent proxy end to end, with real kernel MPTCP in network namespaces:
+//!
+//! ```text
+//!  cli (10.98.0.2) --veth-- rtr: nftables redirect -> railpath-gateway :3129
+//!                           rtr a0 10.97.1.1 --veth-- srv a0 10.97.1.2    (carrier A, endpoint 1)
+//!                           rtr b0 10.97.2.1 --veth-- srv b0 10.97.2.2    (carrier B, endpoint 2)
+//!                                                     srv lo 10.96.0.1 (service)
+//! ```
+//! The carriers are plain veth pairs so that 200 transfers of up to 10 MB finish in seconds (the
+//! rate-limited emulated carriers are exercised by tests/phad_e2e.rs). Needs root and kernel
+//! MPTCP; otherwise prints SKIP and passes. The tests run one at a time.
+
+mod common;
+
+use common::*;
+use railpath_core::Rng;
+use sha2::{Digest, Sha256};
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const SERVICE: &str = "10.96.0.1";
+const MPTCP_PORT: u16 = 7000;
+const TCP_PORT: u16 = 7001;
+const MAX_BYTES: u64 = 10 * 1024 * 1024;
+
+struct Bed {
+    ns: Namespaces,
+    _dir: TempDir,
+    daemon: Daemon,
+    server: Option<std::thread::JoinHandle<()>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(h) = self.server.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn build(tag: &str) -> Bed {
+    let ns = Namespaces::new(&["cli", "rtr", "srv"]);
+    ns.veth("cli", "eth0", "10.98.0.2/24", "rtr", "lan0", "10.98.0.1/24");
+    ns.veth("rtr", "a0", "10.97.1.1/24", "srv", "a0", "10.97.1.2/24");
+    ns.veth("rtr", "b0", "10.97.2.1/24", "srv", "b0", "10.97.2.2/24");
+    ns.ip("cli", &["route", "add", "default", "via", "10.98.0.1"]);
+    ns.ip("srv", &["addr", "add", "10.96.0.1/32", "dev", "lo"]);
+    ns.ip("rtr", &["route", "add", "10.96.0.1/32", "via", "10.97.1.2"]);
+    // Source routing so that a subflow from carrier B's address leaves through carrier B.
+    ns.ip(
+        "rtr",
+        &[
+            "route",
+            "add",
+            "10.96.0.1/32",
+            "via",
+            "10.97.2.2",
+            "table",
+            "102",
+        ],
+    );
+    ns.ip("rtr", &["rule", "add", "from", "10.97.2.1", "table", "102"]);
+    ns.ip(
+        "rtr",
+        &[
+            "mptcp",
+            "limits",
+            "set",
+            "subflow",
+            "4",
+            "add_addr_accepted",
+            "4",
+        ],
+    );
+    ns.ip(
+        "srv",
+        &[
+            "mptcp",
+            "limits",
+            "set",
+            "subflow",
+            "4",
+            "add_addr_accepted",
+            "4",
+        ],
+    );
+    ns.ip(
+        "rtr",
+        &[
+            "mptcp",
+            "endpoint",
+            "add",
+            "10.97.1.1",
+            "dev",
+            "a0",
+            "id",
+            "1",
+            "subflow",
+        ],
+    );
+    ns.ip(
+        "rtr",
+        &[
+            "mptcp",
+            "endpoint",
+            "add",
+            "10.97.2.1",
+            "dev",
+            "b0",
+            "id",
+            "2",
+            "subflow",
+        ],
+    );
+    let rtr = ns.name("rtr");
+    sh(&[
+        "ip", "netns", "exec", &rtr, "nft",
+        "add table ip rpgw; add chain ip rpgw pre { type nat hook prerouting priority dstnat; }; add rule ip rpgw pre iifname \"lan0\" tcp dport { 7000, 7001, 7002 } redirect to :3129",
+    ]);
+    let dir = TempDir::new(tag);
+    let cfg = r#"
+[proxy]
+mode = "train"
+listen = "0.0.0.0:3129"
+idle_timeout_s = 60
+[metrics]
+listen = "127.0.0.1:9464"
+[log]
+format = "text"
+level = "debug"
+"#;
+    let daemon = Daemon::start(&rtr, cfg, &dir.0);
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let srv = ns.name("srv");
+    let server = std::thread::spawn(move || {
+        let path = format!("/run/netns/{srv}");
+        let f = std::fs::File::open(&path).unwrap();
+        use std::os::fd::AsRawFd;
+        // SAFETY: this thread only, valid fd.
+        assert_eq!(unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) }, 0);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(server_main(stop_rx));
+    });
+    let mut bed = Bed {
+        ns,
+        _dir: dir,
+        daemon,
+        server: Some(server),
+        stop: Some(stop_tx),
+    };
+    let rtr = bed.ns.name("rtr");
+    let up = wait_until(Duration::from_secs(10), || {
+        in_ns(&rtr, || {
+            std::net::TcpStream::connect("127.0.0.1:9464").is_ok()
+        })
+    });
+    assert!(
+        up && bed.daemon.alive(),
+        "daemon did not start:\n{}",
+        bed.daemon.log_text()
+    );
+    bed
+}
+
+fn listener(port: u16, mptcp: bool) -> tokio::net::TcpListener {
+    let addr: std::net::SocketAddr = format!("{SERVICE}:{port}").parse().unwrap();
+    let (s, _) = railpath_gateway::sockopt::stream_socket(&addr, mptcp).unwrap();
+    s.set_reuse_address(true).unwrap();
+    s.bind(&addr.into()).unwrap();
+    s.listen(1024).unwrap();
+    tokio::net::TcpListener::from_std(s.into()).unwrap()
+}
+
+/// Per connection: read an 8-byte download size, hash the upload until EOF, answer with the
+/// upload's SHA-256, then send the download (payload seeded by its size) and close.
+async fn server_main(stop: tokio::sync::oneshot::Receiver<()>) {
+    let mp = listener(MPTCP_PORT, true);
+    let tcp = listener(TCP_PORT, false);
+    let serve = |l: tokio::net::TcpListener| async move {
+        loop {
+            let Ok((mut s, _)) = l.accept().await else {
+                continue;
+            };
+            tokio::spawn(async move {
+                let mut hdr = [0u8; 8];
+                if s.read_exact(&mut hdr).await.is_err() {
+                    return;
+                }
+                let down = u64::from_be_bytes(hdr);
+                let mut h = Sha256::new();
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    match s.read(&mut buf).await {
+                        Ok(0) => break,
+                        Ok(n) => h.update(&buf[..n]),
+                        Err(_) => return,
+                    }
+                }
+                let d: [u8; 32] = h.finalize().into();
+                if s.write_all(&d).await.is_err() {
+                    return;
+                }
+                let mut p = Payload::new(down, down);
+                loop {
+                    let n = p.fill(&mut buf);
+                    if n == 0 || s.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+                let _ = s.shutdown().await;
+            });
+        }
+    };
+    tokio::select! {
+        _ = stop => {}
+        _ = serve(mp) => {}
+        _ = serve(tcp) => {}
+    }
+}
+
+/// One passenger transfer through the proxy; returns whether both digests matched.
+async fn transfer(port: u16, seed: u64, up: u64, down: u64) -> Result<(), String> {
+    let mut s = tokio::net::TcpStream::connect((SERVICE, port))
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    s.write_all(&down.to_be_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut p = Payload::new(seed, up);
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = p.fill(&mut buf);
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        s.write_all(&buf[..n])
+            .await
+            .map_err(|e| format!("upload: {e}"))?;
+    }
+    s.shutdown().await.map_err(|e| e.to_string())?;
+    let want_up: [u8; 32] = h.finalize().into();
+    let mut got_up = [0u8; 32];
+    s.read_exact(&mut got_up)
+        .await
+        .map_err(|e| format!("digest: {e}"))?;
+    if got_up != want_up {
+        return Err(format!("upload of {up} B: SHA-256 mismatch at the far end"));
+    }
+    let mut h = Sha256::new();
+    let mut n_down = 0u64;
+    loop {
+        let n = s
+            .read(&mut buf)
+            .await
+            .map_err(|e| format!("download: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        n_down += n as u64;
+        h.update(&buf[..n]);
+    }
+    let got: [u8; 32] = h.finalize().into();
+    if n_down != down || got != Payload::sha256(down, down) {
+        return Err(format!(
+            "download: got {n_down} of {down} B or SHA-256 mismatch"
+        ));
+    }
+    Ok(())
+}
+
+fn in_cli<F, R>(bed: &Bed, f: F) -> R
+where
+    F: FnOnce() -> std::pin::Pin<Box<dyn std::future::Future<Output = R>>> + Send + 'static,
+    R: Send + 'static,
+{
+    in_ns(&bed.ns.name("cli"), move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(f())
+    })
+}
+
+#[test]
+fn two_hundred_concurrent_transfers_keep_every_byte() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    skip_if_unavailable!("two_hundred_concurrent_transfers_keep_every_byte");
+    let mut bed = build("p200");
+    let results: Vec<Result<(), String>> = in_cli(&bed, || {
+        Box::pin(async {
+            let mut rng = Rng::stream(5, "gateway/proxy-test/sizes");
+            let mut tasks = Vec::new();
+            for i in 0..200u64 {
+                // A random size up to 10 MB in the direction chosen by parity, small the other way.
+                let big = rng.below(MAX_BYTES + 1);
+                let small = rng.below(64 * 1024);
+                let (up, down) = if i % 2 == 0 {
+                    (big, small)
+                } else {
+                    (small, big)
+                };
+                tasks.push(tokio::spawn(async move {
+                    tokio::time::timeout(
+                        Duration::from_secs(120),
+                        transfer(MPTCP_PORT, 1000 + i, up, down),
+                    )
+                    .await
+                    .unwrap_or_else(|_| Err("timed out".into()))
+                }));
+            }
+            let mut out = Vec::new();
+            for t in tasks {
+                out.push(t.await.unwrap_or_else(|e| Err(e.to_string())));
+            }
+            out
+        })
+    });
+    let failed: Vec<_> = results
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.is_err())
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} of 200 failed, e.g. {:?}\n{}",
+        failed.len(),
+        &failed[..failed.len().min(5)],
+        bed.daemon.log_text()
+    );
+    let m = scrape(&bed.ns.name("rtr"), "127.0.0.1:9464");
+    assert_eq!(
+        metric(&m, "railpath_gateway_connections_accepted_total"),
+        Some(200.0),
+        "{m}"
+    );
+    assert_eq!(
+        metric(
+            &m,
+            "railpath_gateway_connections_onward_total{transport=\"mptcp\"}"
+        ),
+        Some(200.0),
+        "{m}"
+    );
+    assert_eq!(
+        metric(
+            &m,
+            "railpath_gateway_connections_onward_total{transport=\"fallback\"}"
+        ),
+        Some(0.0)
+    );
+    assert_eq!(
+        metric(&m, "railpath_gateway_connections_error_total"),
+        Some(0.0)
+    );
+    // The kernel saw MPTCP joins on the second carrier: its endpoint was used.
+    let nstat = sh_out(&[
+        "ip",
+        "netns",
+        "exec",
+        &bed.ns.name("rtr"),
+        "nstat",
+        "-az",
+        "MPTcpExtMPJoinSynAckRx",
+    ]);
+    let joins: u64 = nstat
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("MPTcpExtMPJoinSynAckRx").map(|r| {
+                r.split_whitespace()
+                    .next()
+                    .unwrap_or("0")
+                    .parse()
+                    .unwrap_or(0)
+            })
+        })
+        .unwrap_or(0);
+    assert!(
+        joins >= 1,
+        "no MP_JOIN completed on the second carrier:\n{nstat}"
+    );
+    assert!(bed.daemon.alive());
+    assert!(
+        bed.daemon.stop(),
+        "daemon did not exit cleanly on SIGTERM:\n{}",
+        bed.daemon.log_text()
+    );
+}
+
+#[test]
+fn falls_back_to_tcp_against_a_server_without_mptcp_and_survives_a_reset() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    skip_if_unavailable!("falls_back_to_tcp_against_a_server_without_mptcp_and_survives_a_reset");
+    let mut bed = build("pfb");
+    // 1. A plain-TCP server: the MPTCP connect falls back, bytes still intact, fallback counted.
+    let r = in_cli(&bed, || {
+        Box::pin(async { transfer(TCP_PORT, 7, 3_000_000, 2_000_000).await })
+    });
+    assert_eq!(r, Ok(()));
+    let m = scrape(&bed.ns.name("rtr"), "127.0.0.1:9464");
+    assert_eq!(
+        metric(
+            &m,
+            "railpath_gateway_connections_onward_total{transport=\"fallback\"}"
+        ),
+        Some(1.0),
+        "{m}"
+    );
+    assert_eq!(
+        metric(
+            &m,
+            "railpath_gateway_connections_onward_total{transport=\"mptcp\"}"
+        ),
+        Some(0.0),
+        "{m}"
+    );
+
+    // 2. A passenger resets mid-upload: the relay ends with an error, the daemon lives on.
+    let reset_ok = in_cli(&bed, || {
+        Box::pin(async {
+            let mut s = tokio::net::TcpStream::connect((SERVICE, MPTCP_PORT))
+                .await
+                .map_err(|e| e.to_string())?;
+            s.write_all(&(1u64 << 20).to_be_bytes())
+                .await
+                .map_err(|e| e.to_string())?;
+            let mut p = Payload::new(9, 4 << 20);
+            let mut buf = vec![0u8; 64 * 1024];
+            for _ in 0..16 {
+                let n = p.fill(&mut buf);
+                s.write_all(&buf[..n]).await.map_err(|e| e.to_string())?;
+            }
+            socket2::SockRef::from(&s)
+                .set_linger(Some(Duration::ZERO))
+                .map_err(|e| e.to_string())?;
+            drop(s);
+            Ok::<(), String>(())
+        })
+    });
+    assert_eq!(reset_ok, Ok(()));
+    let rtr = bed.ns.name("rtr");
+    let counted = wait_until(Duration::from_secs(10), || {
+        let m = scrape(&rtr, "127.0.0.1:9464");
+        metric(&m, "railpath_gateway_connections_error_total") == Some(1.0)
+            && metric(&m, "railpath_gateway_connections_active") == Some(0.0)
+    });
+    assert!(
+        counted,
+        "reset not seen as a relay error:\n{}",
+        scrape(&rtr, "127.0.0.1:9464")
+    );
+    assert!(
+        bed.daemon.alive(),
+        "daemon died after a client reset:\n{}",
+        bed.daemon.log_text()
+    );
+    // 3. And it still relays afterwards, over MPTCP.
+    let r = in_cli(&bed, || {
+        Box::pin(async { transfer(MPTCP_PORT, 11, 500_000, 500_000).await })
+    });
+    assert_eq!(r, Ok(()));
+    let m = scrape(&rtr, "127.0.0.1:9464");
+    assert_eq!(
+        metric(
+            &m,
+            "railpath_gateway_connections_onward_total{transport=\"mptcp\"}"
+        ),
+        Some(2.0),
+        "{m}"
+    );
+    // 4. A connection to a port the server does not serve: refused onward, client reset, counted.
+    let r = in_cli(&bed, || Box::pin(async { transfer(7002, 1, 10, 10).await }));
+    assert!(r.is_err());
+    let m = scrape(&rtr, "127.0.0.1:9464");
+    assert_eq!(
+        metric(&m, "railpath_gateway_connections_failed_total"),
+        Some(1.0),
+        "{m}"
+    );
+    assert!(bed.daemon.alive());
+    assert!(bed.daemon.stop());
+}
