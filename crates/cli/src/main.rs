@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod error;
 mod run;
+mod table;
 // ADD A SUBCOMMAND: (1) `mod <name>;` here,
 
 pub use error::{print_stdout, CliError};
@@ -30,6 +31,8 @@ enum Command {
     Run(run::Args),
     /// Time the simulator on embedded benchmark cases; one JSON object per line.
     Bench(bench::Args),
+    /// Learn per-carrier handover zones from earlier runs (the PHA handover table).
+    Table(table::Args),
     // ADD A SUBCOMMAND: (2) a variant here, with a `///` line for --help,
 }
 
@@ -38,6 +41,7 @@ fn main() {
     let result = match cli.command {
         Command::Run(a) => run::main(a),
         Command::Bench(a) => bench::main(a),
+        Command::Table(a) => table::main(a),
         // ADD A SUBCOMMAND: (3) and its match arm here.
     };
     if let Err(e) = result {

@@ -1,0 +1,237 @@
+//! `railpath table learn RUN_DIR... --out table.json [--merge old.json] [--gps-error-m 20]`:
+//! learn per-carrier handover zones from the `handovers` array of earlier runs' `summary.json`
+//! (PHA paper, seeds.md §1: the handover table is built from preliminary runs and accumulated
+//! run after run). The table format and the learning rule are `railpath_radio::table`'s.
+
+use crate::CliError;
+use railpath_radio::{HandoverRecord, HandoverTable};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(clap::Subcommand)]
+pub enum Command {
+    /// Learn handover zones from runs' summary.json `handovers`; write a handover table.
+    Learn(LearnArgs),
+}
+
+#[derive(clap::Args)]
+pub struct LearnArgs {
+    /// Run output directories (each with a summary.json), or summary.json files.
+    #[arg(required = true, value_name = "RUN_DIR")]
+    pub runs: Vec<PathBuf>,
+    /// Where to write the table (JSON, format railpath-handover-table/1).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// An earlier table to accumulate into (zones united, counts and runs added).
+    #[arg(long, value_name = "OLD_TABLE")]
+    pub merge: Option<PathBuf>,
+    /// Half-width by which each observed handover position is widened, metres.
+    #[arg(long, default_value_t = 20.0)]
+    pub gps_error_m: f64,
+}
+
+pub fn main(args: Args) -> Result<(), CliError> {
+    match args.command {
+        Command::Learn(a) => learn(a),
+    }
+}
+
+fn learn(a: LearnArgs) -> Result<(), CliError> {
+    let runs = a
+        .runs
+        .iter()
+        .map(|p| read_run(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let learned = HandoverTable::learn(&runs, a.gps_error_m).map_err(|e| {
+        if e.field == "gps_error_m" {
+            CliError::Input(format!("--gps-error-m: {}", e.message))
+        } else {
+            CliError::Input(e.to_string())
+        }
+    })?;
+    let table = match &a.merge {
+        Some(old) => {
+            let mut t = HandoverTable::load(old).map_err(|e| CliError::Input(e.to_string()))?;
+            t.merge(&learned);
+            t
+        }
+        None => learned,
+    };
+    table
+        .save(&a.out)
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    println!(
+        "{} runs learned ({} in the table), GPS error {} m, wrote {}",
+        runs.len(),
+        table.runs,
+        table.gps_error_m,
+        a.out.display()
+    );
+    for (c, cz) in &table.carriers {
+        let covered: f64 = cz.zones.iter().map(|z| z.end_m - z.start_m).sum();
+        let seen: u64 = cz.zones.iter().map(|z| z.count).sum();
+        println!(
+            "  carrier {c}: {} zones, {covered:.0} m of track, {seen} handovers over {} runs",
+            cz.zones.len(),
+            cz.runs
+        );
+    }
+    Ok(())
+}
+
+/// The handovers of one run: `path` is a run directory holding `summary.json`, or the file.
+/// Returns (run id = the path given, handovers).
+pub fn read_run(path: &Path) -> Result<(String, Vec<HandoverRecord>), CliError> {
+    let file = if path.is_dir() {
+        path.join("summary.json")
+    } else {
+        path.to_path_buf()
+    };
+    let name = file.display().to_string();
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| CliError::Input(format!("{name}: cannot read run summary: {e}")))?;
+    let v: Value = serde_json::from_str(&text)
+        .map_err(|e| CliError::Input(format!("{name}: not valid JSON: {e}")))?;
+    let hs = v.get("handovers").ok_or_else(|| {
+        CliError::Input(format!(
+            "{name}: handovers: missing (expected the array of handovers that railpath run writes)"
+        ))
+    })?;
+    let arr = match hs {
+        Value::Array(a) => a,
+        Value::Null => {
+            return Err(CliError::Input(format!(
+                "{name}: handovers: expected an array, found null"
+            )))
+        }
+        _ => {
+            return Err(CliError::Input(format!(
+                "{name}: handovers: expected an array of handover objects"
+            )))
+        }
+    };
+    let mut out = Vec::with_capacity(arr.len());
+    for (i, h) in arr.iter().enumerate() {
+        let r: HandoverRecord = serde_json::from_value(h.clone()).map_err(|e| {
+            CliError::Input(format!(
+                "{name}: handovers[{i}]: {e} (expected t_s, position_m, carrier, from_cell, to_cell, interruption_ms)"
+            ))
+        })?;
+        out.push(r);
+    }
+    Ok((path.display().to_string(), out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("railpath-cli-table-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn summary(handovers: &str) -> String {
+        format!(
+            r#"{{"railpath_version": "0.1.0", "seed": 1, "flows": [], "handovers": {handovers}}}"#
+        )
+    }
+
+    const H: &str = r#"[{"t_s": 12.3, "position_m": 1025.0, "carrier": "A", "from_cell": "A-1",
+                          "to_cell": "A-2", "interruption_ms": 50.0}]"#;
+
+    #[test]
+    fn learns_and_merges_from_run_dirs() {
+        let d = tmp("ok");
+        for (run, pos) in [("r1", 1025.0), ("r2", 1035.0)] {
+            let rd = d.join(run);
+            std::fs::create_dir_all(&rd).unwrap();
+            std::fs::write(
+                rd.join("summary.json"),
+                summary(&H.replace("1025.0", &format!("{pos}"))),
+            )
+            .unwrap();
+        }
+        let out = d.join("t.json");
+        learn(LearnArgs {
+            runs: vec![d.join("r1"), d.join("r2")],
+            out: out.clone(),
+            merge: None,
+            gps_error_m: 20.0,
+        })
+        .unwrap();
+        let t = HandoverTable::load(&out).unwrap();
+        assert_eq!(t.runs, 2);
+        let z = &t.carriers["A"].zones;
+        // [1005, 1045] and [1015, 1055] unite.
+        assert_eq!(
+            (z.len(), z[0].start_m, z[0].end_m, z[0].count),
+            (1, 1005.0, 1055.0, 2)
+        );
+        // Merge a third run (given as the summary file itself) into the table.
+        let out2 = d.join("t2.json");
+        learn(LearnArgs {
+            runs: vec![d.join("r1").join("summary.json")],
+            out: out2.clone(),
+            merge: Some(out.clone()),
+            gps_error_m: 20.0,
+        })
+        .unwrap();
+        let t2 = HandoverTable::load(&out2).unwrap();
+        assert_eq!((t2.runs, t2.carriers["A"].zones[0].count), (3, 3));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn bad_inputs_are_input_errors_naming_file_and_field() {
+        let d = tmp("bad");
+        let f = d.join("summary.json");
+        std::fs::write(&f, r#"{"flows": []}"#).unwrap();
+        let e = read_run(&d).unwrap_err();
+        assert!(
+            matches!(&e, CliError::Input(m) if m.contains("summary.json: handovers: missing")),
+            "{e}"
+        );
+        std::fs::write(&f, summary(&H.replace(r#""position_m": 1025.0, "#, ""))).unwrap();
+        let e = read_run(&d).unwrap_err();
+        assert!(
+            matches!(&e, CliError::Input(m) if m.contains("handovers[0]") && m.contains("position_m")),
+            "{e}"
+        );
+        let e = read_run(&d.join("nope")).unwrap_err();
+        assert!(matches!(e, CliError::Input(_)));
+        std::fs::write(&f, summary(H)).unwrap();
+        let e = learn(LearnArgs {
+            runs: vec![d.clone()],
+            out: d.join("t.json"),
+            merge: None,
+            gps_error_m: -1.0,
+        })
+        .unwrap_err();
+        assert!(
+            matches!(&e, CliError::Input(m) if m.starts_with("--gps-error-m")),
+            "{e}"
+        );
+        std::fs::write(d.join("old.json"), r#"{"format": "x"}"#).unwrap();
+        let e = learn(LearnArgs {
+            runs: vec![d.clone()],
+            out: d.join("t.json"),
+            merge: Some(d.join("old.json")),
+            gps_error_m: 20.0,
+        })
+        .unwrap_err();
+        assert!(
+            matches!(&e, CliError::Input(m) if m.contains("old.json") && m.contains("format")),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
