@@ -146,9 +146,11 @@ impl Blest {
     pub fn fast_bytes(&self, fast: &SubflowInfo, t: Time) -> u64 {
         let r = self.range_of(fast);
         let avg = (r.min.ns() + r.max.ns()) / 2;
-        let n = if avg == 0 { 1 } else { t.ns() / avg + 1 };
-        let packets = (fast.cwnd as u64 + (n - 1) / 2) * n;
-        (packets as u128 * fast.mss as u128 * self.lambda_1000 as u128 / 1000) as u64
+        let n = t.ns().checked_div(avg).map_or(1, |q| q + 1);
+        let n = n as u128;
+        let packets = (fast.cwnd as u128 + (n - 1) / 2) * n;
+        let bytes = packets * fast.mss as u128 * self.lambda_1000 as u128 / 1000;
+        bytes.min(u64::MAX as u128) as u64
     }
 }
 
