@@ -10,6 +10,7 @@ mod bench;
 mod error;
 mod run;
 mod table;
+mod testbed;
 // ADD A SUBCOMMAND: (1) `mod <name>;` here,
 
 pub use error::{print_stdout, CliError};
@@ -31,6 +32,8 @@ enum Command {
     Run(run::Args),
     /// Time the simulator on embedded benchmark cases; one JSON object per line.
     Bench(bench::Args),
+    /// Run a scenario over real kernel TCP/MPTCP in network namespaces (root).
+    Testbed(testbed::Args),
     /// Learn per-carrier handover zones from earlier runs (the PHA handover table).
     Table(table::Args),
     // ADD A SUBCOMMAND: (2) a variant here, with a `///` line for --help,
@@ -41,6 +44,7 @@ fn main() {
     let result = match cli.command {
         Command::Run(a) => run::main(a),
         Command::Bench(a) => bench::main(a),
+        Command::Testbed(a) => testbed::main(a),
         Command::Table(a) => table::main(a),
         // ADD A SUBCOMMAND: (3) and its match arm here.
     };

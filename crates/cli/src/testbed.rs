@@ -1,0 +1,194 @@
+//! `railpath testbed run SCENARIO.toml [--out DIR] [--seed N] [--set key=value ...]`: run the
+//! scenario's flows as real kernel TCP/MPTCP connections in network namespaces over the userspace
+//! link emulator (crates/linkem, docs/testbed.md) and write `DIR/summary.json` and
+//! `DIR/timeseries.csv` in the simulator's format. Needs root (CAP_NET_ADMIN) and kernel MPTCP.
+
+use crate::{print_stdout, CliError};
+use railpath_linkem::TestbedError;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(clap::Subcommand)]
+pub enum Command {
+    /// Run one scenario over real kernel TCP/MPTCP in network namespaces (root only).
+    Run(RunArgs),
+}
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// Scenario file (TOML).
+    pub scenario: PathBuf,
+    /// Seed of the emulator's random losses (same as --set run.seed=N).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Output directory [default: out/<scenario file stem>-testbed].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Override a scenario key, e.g. --set link.a.rate_mbps=5.
+    #[arg(long = "set", value_name = "KEY.PATH=VALUE")]
+    pub set: Vec<String>,
+}
+
+pub fn main(args: Args) -> Result<(), CliError> {
+    match args.command {
+        Command::Run(a) => run(a),
+    }
+}
+
+fn default_out(scenario: &Path) -> PathBuf {
+    let stem = scenario
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".to_string());
+    Path::new("out").join(format!("{stem}-testbed"))
+}
+
+fn cli_error(e: TestbedError) -> CliError {
+    match e {
+        TestbedError::Scenario(e) => CliError::Input(e.to_string()),
+        other => CliError::Failed(format!("testbed: {other}")),
+    }
+}
+
+fn run(args: RunArgs) -> Result<(), CliError> {
+    let mut overrides = args.set.clone();
+    if let Some(seed) = args.seed {
+        overrides.push(format!("run.seed={seed}"));
+    }
+    let scenario = railpath_scenario::load(&args.scenario, &overrides)?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out(&args.scenario));
+    railpath_linkem::check_environment().map_err(cli_error)?;
+    eprintln!(
+        "testbed: running {} for {} s in network namespaces",
+        scenario.source, scenario.run.duration_s
+    );
+    let results = railpath_linkem::run::run_scenario(&scenario).map_err(cli_error)?;
+    let io = |what: &str, p: &Path, e: std::io::Error| {
+        CliError::Failed(format!("cannot {what} {}: {e}", p.display()))
+    };
+    std::fs::create_dir_all(&out).map_err(|e| io("create directory", &out, e))?;
+    let mut json = serde_json::to_string_pretty(&results.summary)
+        .map_err(|e| CliError::Failed(format!("cannot serialise the summary: {e}")))?;
+    json.push('\n');
+    let p = out.join("summary.json");
+    std::fs::write(&p, json).map_err(|e| io("write", &p, e))?;
+    let p = out.join("timeseries.csv");
+    std::fs::write(&p, results.timeseries_csv()).map_err(|e| io("write", &p, e))?;
+    print_stdout(&format!(
+        "{}{} packets through the emulator in {:.1} s wall; results in {}\n",
+        flow_table(&results.summary),
+        results.summary.events,
+        results.summary.wall_s,
+        out.display()
+    ))
+}
+
+/// One line per flow (and per MPTCP subflow): goodput in Mbit/s, sent and retransmitted packets.
+fn flow_table(s: &railpath_sim::results::Summary) -> String {
+    let mut t = format!(
+        "{:<16}  {:<5}  {:<16}  {:>14}  {:>10}  {:>13}\n",
+        "flow", "kind", "cc", "goodput_Mbit/s", "sent", "retransmitted"
+    );
+    for f in &s.flows {
+        t.push_str(&format!(
+            "{:<16}  {:<5}  {:<16}  {:>14.3}  {:>10}  {:>13}\n",
+            f.id,
+            f.kind,
+            f.cc,
+            f.goodput_bps / 1e6,
+            f.sent_packets,
+            f.retransmitted_packets
+        ));
+        for sf in f.subflows.iter().flatten() {
+            t.push_str(&format!(
+                "{:<16}  {:<5}  {:<16}  {:>14.3}  {:>10}  {:>13}\n",
+                format!("  {}", sf.link),
+                "",
+                "",
+                sf.goodput_bps / 1e6,
+                sf.sent_packets,
+                sf.retransmitted_packets
+            ));
+        }
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_out_has_testbed_suffix() {
+        assert_eq!(
+            default_out(Path::new("scenarios/tcp-outage.toml")),
+            Path::new("out/tcp-outage-testbed")
+        );
+    }
+
+    #[test]
+    fn table_lists_flows_and_subflows() {
+        use railpath_sim::results::{FlowSummary, SubflowSummary, Summary};
+        let sub = |l: &str, g: f64| SubflowSummary {
+            id: l.into(),
+            link: l.into(),
+            goodput_bps: g,
+            sent_packets: 10,
+            retransmitted_packets: 1,
+        };
+        let f = FlowSummary {
+            id: "dl".into(),
+            kind: "mptcp".into(),
+            cc: "uncoupled-cubic".into(),
+            scheduler: Some("linux-default".into()),
+            mechanisms: vec![],
+            goodput_bps: 59_500_000.0,
+            delivered_bytes: 0,
+            sent_packets: 20,
+            retransmitted_packets: 2,
+            rto_count: 0,
+            handover_goodput_bps: None,
+            fct_s: None,
+            srtt_ms: None,
+            rto_ms: None,
+            subflows: Some(vec![sub("a", 35e6), sub("b", 24.5e6)]),
+            receive_buffer: None,
+            send_buffer: None,
+            reorder_delay_ms: None,
+        };
+        let s = Summary {
+            railpath_version: "0".into(),
+            scenario: "s".into(),
+            seed: 1,
+            sim_duration_s: 1.0,
+            wall_s: 0.0,
+            events: 0,
+            flows: vec![f],
+            links: vec![],
+            handovers: vec![],
+        };
+        let t = flow_table(&s);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 4);
+        assert!(lines[1].contains("59.500"));
+        assert!(lines[2].trim_start().starts_with("a") && lines[2].contains("35.000"));
+    }
+
+    #[test]
+    fn scenario_errors_are_input_errors() {
+        let e = railpath_scenario::ScenarioError::new("s.toml", "flow \"x\".cc", "bad");
+        assert_eq!(cli_error(TestbedError::Scenario(e)).exit_code(), 2);
+        assert_eq!(
+            cli_error(TestbedError::Unavailable("not root".into())).exit_code(),
+            1
+        );
+    }
+}
