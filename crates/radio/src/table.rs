@@ -214,6 +214,39 @@ impl HandoverTable {
         self.carriers.keys().map(String::as_str).collect()
     }
 
+    /// Check the table against the carriers a scenario (or a gateway) knows: every carrier of the
+    /// table must be one of `known`, and every carrier in `required` must be in the table.
+    /// `file` names the table in errors.
+    pub fn check_carriers(
+        &self,
+        file: &str,
+        known: &[&str],
+        required: &[&str],
+    ) -> Result<(), TableError> {
+        for c in self.carriers.keys() {
+            if !known.contains(&c.as_str()) {
+                return Err(TableError::new(
+                    file,
+                    format!("carriers.{c}"),
+                    format!("the table is for carrier {c:?}, which is unknown here; expected carriers among: {}", known.join(", ")),
+                ));
+            }
+        }
+        for c in required {
+            if !self.carriers.contains_key(*c) {
+                return Err(TableError::new(
+                    file,
+                    "carriers",
+                    format!(
+                        "no zones for carrier {c:?}; the table has: {} (learn it from runs that use {c:?})",
+                        self.known_carriers().join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Share of `[from_m, to_m]` covered by the zones of `carrier` (0 for an unknown carrier).
     pub fn coverage(&self, carrier: &str, from_m: f64, to_m: f64) -> f64 {
         let Some(cz) = self.carriers.get(carrier) else {
@@ -841,6 +874,24 @@ mod tests {
         assert_eq!((r.len(), r[0].leaves_in), (1, None));
         assert!(p.predict(1500.0, 0.0, Time::from_secs(100)).is_empty());
         assert!(p.predict(f64::NAN, 10.0, Time::from_secs(100)).is_empty());
+    }
+
+    #[test]
+    fn table_for_an_unknown_carrier_is_an_error() {
+        let t = sample();
+        t.check_carriers("t.json", &["A", "B", "C"], &["A"])
+            .unwrap();
+        let e = t.check_carriers("t.json", &["A", "C"], &[]).unwrap_err();
+        assert_eq!(
+            (e.file.as_str(), e.field.as_str()),
+            ("t.json", "carriers.B")
+        );
+        assert!(e.message.contains("unknown here"), "{e}");
+        let e = t
+            .check_carriers("t.json", &["A", "B", "C"], &["C"])
+            .unwrap_err();
+        assert_eq!(e.field, "carriers");
+        assert!(e.message.contains("no zones for carrier \"C\""), "{e}");
     }
 
     #[test]
