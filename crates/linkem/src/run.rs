@@ -433,6 +433,15 @@ pub fn run_scenario(s: &Scenario) -> Result<RunResults, TestbedError> {
     });
     drop(senders);
     let report = tb.finish()?;
+    let l = &report.lateness;
+    eprintln!(
+        "testbed: emulator timing: {} packets written {:.1} us late on average (p99 {:.0} us, max {:.0} us){}",
+        l.packets,
+        l.mean_us,
+        l.p99_us,
+        l.max_us,
+        if report.realtime { "" } else { "; not SCHED_FIFO" }
+    );
     for (f, r) in s.flows.iter().zip(&client_results) {
         if let Some(e) = &r.error {
             eprintln!("testbed: flow {:?}: {e}", f.id);

@@ -240,3 +240,35 @@ fn scripted_outage_via_control_and_events() {
         assert!(!list.contains(&n), "namespace {n} left behind");
     }
 }
+
+#[test]
+fn namespaces_are_removed_when_a_test_panics() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = scenario(1.0, "", &["a"], false);
+    let names = std::sync::Mutex::new(Vec::new());
+    let r = std::panic::catch_unwind(|| {
+        let tb = Testbed::new(&TestbedSpec::from_scenario(&s).unwrap()).expect("testbed");
+        names
+            .lock()
+            .unwrap()
+            .extend([tb.router_ns().to_string(), tb.server_ns().to_string()]);
+        panic!("deliberate panic with a live testbed");
+    });
+    assert!(r.is_err());
+    let names = names.into_inner().unwrap();
+    assert_eq!(names.len(), 2);
+    let list = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    for n in names {
+        assert!(
+            !list.contains(&n),
+            "namespace {n} left behind after a panic"
+        );
+    }
+}
