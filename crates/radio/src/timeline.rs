@@ -100,19 +100,27 @@ fn radio_timeline(
     let mut neigh: Vec<(usize, f64)> = Vec::new();
     let mut interf: Vec<f64> = Vec::new();
 
+    // Cells w_lo..w_hi are within cell_range_m of the train (sites sorted, positions never
+    // decrease).
+    let (mut w_lo, mut w_hi) = (0usize, 0usize);
     for (&t, &x) in times.iter().zip(&xs) {
-        // Measure the cells in range (and the serving cell wherever it is); layer-3 filter.
-        for (j, cell) in cells.iter().enumerate() {
-            let in_range = (cell.site.position_m - x).abs() <= c.cell_range_m;
-            if in_range || serving == Some(j) {
-                let m = cell.rsrp_dbm(c, &common, x);
-                filt[j] = Some(match filt[j] {
-                    None => m,
-                    Some(f) => (1.0 - a) * f + a * m,
-                });
-            } else {
-                filt[j] = None;
+        while w_hi < cells.len() && cells[w_hi].site.position_m <= x + c.cell_range_m {
+            w_hi += 1;
+        }
+        while w_lo < w_hi && cells[w_lo].site.position_m < x - c.cell_range_m {
+            if serving != Some(w_lo) {
+                filt[w_lo] = None;
             }
+            w_lo += 1;
+        }
+        // Measure the cells in range and the serving cell wherever it is; layer-3 filter.
+        let outside = serving.filter(|&s| s < w_lo || s >= w_hi);
+        for j in (w_lo..w_hi).chain(outside) {
+            let m = cells[j].rsrp_dbm(c, &common, x);
+            filt[j] = Some(match filt[j] {
+                None => m,
+                Some(f) => (1.0 - a) * f + a * m,
+            });
         }
         if let Some((end, target)) = pending {
             if t >= end {
@@ -129,7 +137,7 @@ fn radio_timeline(
             Some(s) => s,
             None => {
                 // Initial attach to the strongest cell (no handover).
-                let best = (0..cells.len())
+                let best = (w_lo..w_hi)
                     .filter_map(|j| filt[j].map(|f| (j, f)))
                     .max_by(|p, q| p.1.total_cmp(&q.1).then(q.0.cmp(&p.0)));
                 let Some((j, _)) = best else { continue };
@@ -140,7 +148,7 @@ fn radio_timeline(
         let mp = filt[s].unwrap_or(f64::NEG_INFINITY);
         neigh.clear();
         neigh.extend(
-            (0..cells.len())
+            (w_lo..w_hi)
                 .filter(|&j| j != s)
                 .filter_map(|j| filt[j].map(|f| (j, f))),
         );
@@ -164,7 +172,7 @@ fn radio_timeline(
         let s = serving.unwrap_or(s);
         let mp = filt[s].unwrap_or(f64::NEG_INFINITY);
         interf.clear();
-        interf.extend((0..cells.len()).filter(|&j| j != s).filter_map(|j| filt[j]));
+        interf.extend((w_lo..w_hi).filter(|&j| j != s).filter_map(|j| filt[j]));
         let sinr = capacity::sinr_db(mp, &interf, c.interference_load, c.noise_dbm);
         let rate = capacity::rate_bps(sinr, peak, min_rate);
         if last_rate.is_none_or(|l| rate_changed(c, l, rate)) {
