@@ -448,8 +448,14 @@ pub(crate) fn timeline(
         Some(MeasuredData::Mahimahi {
             opportunities_ms, ..
         }) => {
-            let bin = Time::from_ms_f64(c.mahimahi_bin_ms);
-            let period = *opportunities_ms.last().unwrap_or(&1);
+            let period = opportunities_ms.last().copied().unwrap_or(0);
+            if period == 0 || opportunities_ms.windows(2).any(|w| w[1] < w[0]) {
+                return Err(RadioError::key(
+                    format!("carrier[{idx}].mahimahi"),
+                    "expected non-decreasing delivery opportunities spanning at least 1 ms",
+                ));
+            }
+            let bin = Time::from_ms_f64(c.mahimahi_bin_ms.max(1.0));
             let nbins = duration.ns().div_ceil(bin.ns()).max(1) as usize;
             let mut counts = vec![0u64; nbins];
             let mut rep = 0u64;
@@ -609,6 +615,15 @@ mod tests {
         assert!(tl.handovers.is_empty());
         let e = parse_mahimahi("5\n3\n", "t").unwrap_err();
         assert_eq!(e.key, "line 2");
+        // Data handed in through the API is checked too (an empty trace would never end).
+        c.measured = Some(MeasuredData::Mahimahi {
+            file: "t".into(),
+            opportunities_ms: vec![],
+        });
+        assert_eq!(
+            timeline(&c, 2, Time::from_ms(200)).unwrap_err().key,
+            "carrier[2].mahimahi"
+        );
     }
 
     #[test]
