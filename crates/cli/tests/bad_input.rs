@@ -32,29 +32,29 @@ const CASES: &[(&str, &[&str])] = &[
     ),
     (
         "negative_rate.toml",
-        &["link[0].rate_mbps: expected a number > 0 and <= 100000 Mbit/s, found -10"],
+        &["link[0].rate_mbps: line 8: expected a number > 0 and <= 100000 Mbit/s, found -10"],
     ),
     (
         "loss_one.toml",
-        &["link[0].loss: expected a probability >= 0 and < 1, found 1"],
+        &["link[0].loss: line 10: expected a probability >= 0 and < 1, found 1"],
     ),
     (
         "flow_unknown_link.toml",
-        &["flow[0].paths[0]: unknown link \"b\"; expected one of the [[link]] ids: \"a\""],
+        &["flow[0].paths[0]: line 16: unknown link \"b\"; expected one of the [[link]] ids: \"a\""],
     ),
     (
         "duplicate_link_id.toml",
-        &["link[1].id: duplicate link id \"a\" (also link[0])"],
+        &["link[1].id: line 13: duplicate link id \"a\" (also link[0])"],
     ),
     ("missing_run.toml", &["run: missing field `run`"]),
     (
         "zero_duration.toml",
-        &["run.duration_s: expected a number > 0 and <= 1000000 s, found 0"],
+        &["run.duration_s: line 3: expected a number > 0 and <= 1000000 s, found 0"],
     ),
     (
         "unknown_cc.toml",
         &[
-            "flow[0].cc: unknown congestion control \"vegas\"",
+            "flow[0].cc: line 15: unknown congestion control \"vegas\"",
             "newreno, cubic, bbr",
         ],
     ),
@@ -64,16 +64,16 @@ const CASES: &[(&str, &[&str])] = &[
     ),
     (
         "tcp_two_paths.toml",
-        &["flow[0].paths: a tcp flow takes exactly one link, found 2"],
+        &["flow[0].paths: line 20: a tcp flow takes exactly one link, found 2"],
     ),
     (
         "both_buffers.toml",
-        &["link[0].buffer_bytes: give either buffer_packets or buffer_bytes, not both"],
+        &["link[0].buffer_bytes: line 11: give either buffer_packets or buffer_bytes, not both"],
     ),
     (
         "schedule_out_of_order.toml",
         &[
-            "link[0].schedule[1].t_s: ",
+            "link[0].schedule[1].t_s: line 11: ",
             "expected > 5 s (schedule[0].t_s), found 3",
         ],
     ),
@@ -103,13 +103,13 @@ const CASES: &[(&str, &[&str])] = &[
     (
         "outages_overlap.toml",
         &[
-            "link[0].outages[1].start_s: ",
+            "link[0].outages[1].start_s: line 11: ",
             "expected >= 2.5 s (the end of outages[0]), found 2.2",
         ],
     ),
     (
         "flow_starts_after_end.toml",
-        &["flow[0].start_s: expected a number >= 0 and < run.duration_s = 10 s, found 12"],
+        &["flow[0].start_s: line 17: expected a number >= 0 and < run.duration_s = 10 s, found 12"],
     ),
     (
         "negative_buffer.toml",

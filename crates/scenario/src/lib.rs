@@ -369,7 +369,11 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError
                 .map_err(|e| ScenarioError::new(&file, &key, e.message))?;
         }
     }
-    s.validate()?;
+    // Without overrides every key is where the file says; with them a line could mislead.
+    s.validate().map_err(|e| match overrides.is_empty() {
+        true => locate::with_line(e, &text),
+        false => e,
+    })?;
     let base = path
         .parent()
         .map(Path::to_path_buf)

@@ -168,6 +168,70 @@ fn key_at(line: &str, col: usize, slice: &str) -> Option<String> {
     Some(inner)
 }
 
+/// A validation error of the scenario `text` with the line of its key put in front of the
+/// message (`line 9: expected a probability ...`), when the key is written in the text.
+pub fn with_line(mut e: crate::ScenarioError, text: &str) -> crate::ScenarioError {
+    if !e.key.is_empty() && !e.message.starts_with("line ") {
+        if let Some(n) = line_of_key(text, &e.key) {
+            e.message = format!("line {n}: {}", e.message);
+        }
+    }
+    e
+}
+
+/// The 1-based line where `key` (a path as in error messages: `link[1].loss`,
+/// `link[0].outages[1].start_s`, `flow[0].tcp.mss_bytes`, `run`) is written in `text`: the line
+/// of the key itself, else of the nearest enclosing key or table header that is written. `None`
+/// when nothing of the path is in the text (a key added by an override, or a default).
+pub fn line_of_key(text: &str, key: &str) -> Option<usize> {
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    let mut header = String::new();
+    let mut best: Option<(usize, usize)> = None; // (matched length, line)
+    let consider = |path: &str, line: usize, best: &mut Option<(usize, usize)>| {
+        let covers = key == path
+            || key
+                .strip_prefix(path)
+                .is_some_and(|r| r.starts_with('.') || r.starts_with('['));
+        if covers && best.is_none_or(|(len, _)| path.len() > len) {
+            *best = Some((path.len(), line));
+        }
+    };
+    for (n, line) in text.lines().enumerate() {
+        if let Some((array, parts)) = header_of(line) {
+            let mut path = String::new();
+            for (i, p) in parts.iter().enumerate() {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(p);
+                if i + 1 == parts.len() && array {
+                    let c = counts.entry(path.clone()).or_insert(0);
+                    *c += 1;
+                    path = format!("{path}[{}]", *c - 1);
+                } else if let Some(c) = counts.get(&path) {
+                    path = format!("{path}[{}]", c - 1);
+                }
+            }
+            consider(&path, n + 1, &mut best);
+            header = path;
+            continue;
+        }
+        let t = strip_comment(line);
+        let Some(eq) = t.find('=') else { continue };
+        let k = t[..eq].trim();
+        if k.is_empty() || !k.chars().all(|c| is_key_char(c) || c == '.') {
+            continue;
+        }
+        let path = if header.is_empty() {
+            k.to_string()
+        } else {
+            format!("{header}.{k}")
+        };
+        consider(&path, n + 1, &mut best);
+    }
+    best.map(|(_, line)| line)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,6 +282,35 @@ mod tests {
         let l = locate(DOC, 0..0, Some("run"));
         assert_eq!(l.key, "run");
         assert_eq!(l.line, 1);
+    }
+
+    #[test]
+    fn line_of_key_finds_keys_tables_and_enclosing_keys() {
+        assert_eq!(line_of_key(DOC, "run.duration_s"), Some(2));
+        assert_eq!(line_of_key(DOC, "run"), Some(1));
+        assert_eq!(line_of_key(DOC, "link[0].rate_mbps"), Some(6));
+        assert_eq!(line_of_key(DOC, "link[1].id"), Some(9));
+        // Not written: the enclosing table's header.
+        assert_eq!(line_of_key(DOC, "link[1].loss"), Some(8));
+        // Inside an inline array: the line of the array's key.
+        assert_eq!(line_of_key(DOC, "link[1].outages[1].start_s"), Some(11));
+        assert_eq!(line_of_key(DOC, "flow[0].tcp.mss_bytes"), Some(16));
+        assert_eq!(line_of_key(DOC, "flow[0].paths[0]"), Some(13));
+        // Nothing of the path in the text.
+        assert_eq!(line_of_key(DOC, "link[2].id"), None);
+        assert_eq!(line_of_key(DOC, "tcp.sack"), None);
+        // A prefix of a key name is not its parent: `run` does not cover `runx`.
+        assert_eq!(line_of_key("runx = 1\n", "run"), None);
+    }
+
+    #[test]
+    fn with_line_prefixes_once_and_only_when_found() {
+        let e = crate::ScenarioError::new("f", "link[0].rate_mbps", "expected > 0");
+        let e = with_line(e, DOC);
+        assert_eq!(e.message, "line 6: expected > 0");
+        assert_eq!(with_line(e.clone(), DOC), e);
+        let e = crate::ScenarioError::new("f", "tcp.sack", "x");
+        assert_eq!(with_line(e.clone(), DOC), e);
     }
 
     #[test]
