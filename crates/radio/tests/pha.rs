@@ -313,3 +313,18 @@ fn speed_profile_from_a_station_hands_over_only_once_moving() {
         assert!(!c.handovers.is_empty());
     }
 }
+
+#[test]
+fn carriers_and_run_length_do_not_disturb_each_other() {
+    // A carrier's timeline does not depend on the other carriers of the scenario ...
+    let t = TrainConfig::constant(300.0);
+    let both = run(11);
+    let alone = carrier_timelines(&t, &pha_carriers()[..1], 11, RUN).unwrap();
+    assert_eq!(alone[0], both[0]);
+    // ... and a shorter run is a prefix of a longer one (fields are fixed per place).
+    let short = carrier_timelines(&t, &pha_carriers(), 11, Time::from_secs(35)).unwrap();
+    for (s, l) in short.iter().zip(&both) {
+        assert!(!s.handovers.is_empty());
+        assert_eq!(s.handovers[..], l.handovers[..s.handovers.len()]);
+    }
+}
