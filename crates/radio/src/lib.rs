@@ -74,6 +74,29 @@ pub struct CarrierTimeline {
     pub handovers: Vec<HandoverRecord>,
 }
 
+impl CarrierTimeline {
+    /// The outages as `[start, end)` intervals, from the `outage` steps (an outage still open at
+    /// the last step ends at `Time::MAX`).
+    pub fn outages(&self) -> Vec<(Time, Time)> {
+        let mut out = Vec::new();
+        let mut open: Option<Time> = None;
+        for s in &self.steps {
+            match (s.outage, open) {
+                (Some(true), None) => open = Some(s.t),
+                (Some(false), Some(start)) => {
+                    out.push((start, s.t));
+                    open = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(start) = open {
+            out.push((start, Time::MAX));
+        }
+        out
+    }
+}
+
 /// A problem with the radio configuration or its input files: the file (empty for the scenario
 /// file itself, which the caller names), the key path (`carrier[1].enb_spacing_m`, `line 7`) and
 /// what was expected.
@@ -136,5 +159,37 @@ impl Steps {
         }
         let n = self.v.len() - 1;
         &mut self.v[n]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outage_intervals_from_steps() {
+        let step = |ms: u64, outage: Option<bool>| LinkStep {
+            t: Time::from_ms(ms),
+            outage,
+            ..LinkStep::default()
+        };
+        let tl = CarrierTimeline {
+            carrier: "A".into(),
+            steps: vec![
+                step(0, None),
+                step(100, Some(true)),
+                step(150, Some(false)),
+                step(200, None),
+                step(300, Some(true)),
+            ],
+            handovers: vec![],
+        };
+        assert_eq!(
+            tl.outages(),
+            vec![
+                (Time::from_ms(100), Time::from_ms(150)),
+                (Time::from_ms(300), Time::MAX)
+            ]
+        );
     }
 }
