@@ -532,3 +532,28 @@ endpoint_addr = "10.2.0.2"
         assert!(e.contains("glonass"), "{e}");
     }
 }
+
+#[cfg(test)]
+mod packaging_tests {
+    use super::*;
+
+    #[test]
+    fn shipped_example_configs_are_valid() {
+        let c = Config::parse(
+            include_str!("../../../packaging/gateway.toml"),
+            "packaging/gateway.toml",
+        )
+        .unwrap();
+        assert_eq!(c.carriers.len(), 2);
+        assert!(matches!(
+            c.phad.unwrap().position,
+            PositionConfig::Gpsd { .. }
+        ));
+        let g = Config::parse(
+            include_str!("../../../packaging/ground.toml"),
+            "packaging/ground.toml",
+        )
+        .unwrap();
+        assert_eq!(g.proxy.unwrap().mode, ProxyMode::Ground);
+    }
+}
