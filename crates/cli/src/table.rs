@@ -2,9 +2,13 @@
 //! learn per-carrier handover zones from the `handovers` array of earlier runs' `summary.json`
 //! (PHA paper, seeds.md §1: the handover table is built from preliminary runs and accumulated
 //! run after run). The table format and the learning rule are `railpath_radio::table`'s.
+//!
+//! `railpath table show TABLE [--position-m X --speed-kmh V --horizon-s S]`: check a table, list
+//! its zones, and optionally what the predictor says for a train at X moving at V.
 
 use crate::CliError;
-use railpath_radio::{HandoverRecord, HandoverTable};
+use railpath_core::Time;
+use railpath_radio::{HandoverRecord, HandoverTable, Predictor};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -18,6 +22,23 @@ pub struct Args {
 pub enum Command {
     /// Learn handover zones from runs' summary.json `handovers`; write a handover table.
     Learn(LearnArgs),
+    /// Check a handover table, list its zones, optionally predict for a train position.
+    Show(ShowArgs),
+}
+
+#[derive(clap::Args)]
+pub struct ShowArgs {
+    /// The table (JSON, format railpath-handover-table/1).
+    pub table: PathBuf,
+    /// Train position along the track, metres: print the zones it is in or enters.
+    #[arg(long, requires = "speed_kmh")]
+    pub position_m: Option<f64>,
+    /// Train speed, km/h (negative: towards smaller positions).
+    #[arg(long, requires = "position_m", allow_negative_numbers = true)]
+    pub speed_kmh: Option<f64>,
+    /// How far ahead to look, seconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub horizon_s: f64,
 }
 
 #[derive(clap::Args)]
@@ -39,7 +60,79 @@ pub struct LearnArgs {
 pub fn main(args: Args) -> Result<(), CliError> {
     match args.command {
         Command::Learn(a) => learn(a),
+        Command::Show(a) => {
+            let text = show(&a)?;
+            print!("{text}");
+            Ok(())
+        }
     }
+}
+
+fn show(a: &ShowArgs) -> Result<String, CliError> {
+    use std::fmt::Write;
+    let t = HandoverTable::load(&a.table).map_err(|e| CliError::Input(e.to_string()))?;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}: {} runs, GPS error {} m",
+        a.table.display(),
+        t.runs,
+        t.gps_error_m
+    );
+    for (c, cz) in &t.carriers {
+        let _ = writeln!(out, "carrier {c} ({} runs):", cz.runs);
+        for z in &cz.zones {
+            let _ = writeln!(
+                out,
+                "  {:>10.1} .. {:>10.1} m  ({} handovers)",
+                z.start_m, z.end_m, z.count
+            );
+        }
+    }
+    if let (Some(x), Some(v)) = (a.position_m, a.speed_kmh) {
+        if !x.is_finite() {
+            return Err(CliError::Input(format!(
+                "--position-m: expected a finite number of metres, found {x}"
+            )));
+        }
+        if !v.is_finite() || v.abs() > 1000.0 {
+            return Err(CliError::Input(format!(
+                "--speed-kmh: expected a speed in -1000..=1000 km/h, found {v}"
+            )));
+        }
+        if !(a.horizon_s.is_finite() && (0.0..=86_400.0).contains(&a.horizon_s)) {
+            return Err(CliError::Input(format!(
+                "--horizon-s: expected 0..=86400 s, found {}",
+                a.horizon_s
+            )));
+        }
+        let p = Predictor::new(&t).predict(x, v / 3.6, Time::from_secs_f64(a.horizon_s));
+        let _ = writeln!(
+            out,
+            "at {x} m, {v} km/h, within {} s: {} zone(s)",
+            a.horizon_s,
+            p.len()
+        );
+        for z in &p {
+            let secs = |d: Option<Time>| {
+                d.map_or("never".to_string(), |d| format!("{:.2} s", d.secs_f64()))
+            };
+            let _ = writeln!(
+                out,
+                "  carrier {}: {:.1} .. {:.1} m, {}, leaves in {}",
+                z.carrier,
+                z.zone_start_m,
+                z.zone_end_m,
+                if z.in_zone {
+                    "in the zone".to_string()
+                } else {
+                    format!("enters in {}", secs(z.enters_in))
+                },
+                secs(z.leaves_in)
+            );
+        }
+    }
+    Ok(out)
 }
 
 fn learn(a: LearnArgs) -> Result<(), CliError> {
@@ -187,6 +280,42 @@ mod tests {
         .unwrap();
         let t2 = HandoverTable::load(&out2).unwrap();
         assert_eq!((t2.runs, t2.carriers["A"].zones[0].count), (3, 3));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn show_lists_zones_and_predicts() {
+        let d = tmp("show");
+        let p = d.join("t.json");
+        std::fs::write(
+            &p,
+            r#"{"format": "railpath-handover-table/1", "gps_error_m": 20.0, "runs": 50,
+                "carriers": {"A": {"zones": [{"start_m": 1005.0, "end_m": 1090.0, "count": 50}], "runs": 50}}}"#,
+        )
+        .unwrap();
+        let args = |x: Option<f64>, v: Option<f64>| ShowArgs {
+            table: p.clone(),
+            position_m: x,
+            speed_kmh: v,
+            horizon_s: 10.0,
+        };
+        let out = show(&args(None, None)).unwrap();
+        assert!(out.contains("50 runs, GPS error 20 m"), "{out}");
+        assert!(
+            out.contains("1005.0 ..     1090.0 m  (50 handovers)"),
+            "{out}"
+        );
+        // 905 m at 360 km/h (100 m/s): enters in 1.00 s, leaves in 1.85 s.
+        let out = show(&args(Some(905.0), Some(360.0))).unwrap();
+        assert!(
+            out.contains("carrier A: 1005.0 .. 1090.0 m, enters in 1.00 s, leaves in 1.85 s"),
+            "{out}"
+        );
+        let e = show(&args(Some(905.0), Some(f64::NAN))).unwrap_err();
+        assert!(
+            matches!(&e, CliError::Input(m) if m.starts_with("--speed-kmh")),
+            "{e}"
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 
