@@ -2,11 +2,14 @@
 //! the reverse (ACK) direction follow the scenario schema (`crates/scenario`): reverse rate =
 //! data rate (100 Mbit/s when the data direction is a trace), reverse delay = `delay_ms`, reverse
 //! buffer = the data buffer; `schedule` steps change the data direction only; `outages` cut both
-//! directions (a handover interrupts the radio both ways).
+//! directions (a handover interrupts the radio both ways). A link with `carrier = "<id>"` follows
+//! the radio model's timeline of that carrier (`railpath_radio::carrier_timelines`, the same the
+//! simulator uses): its rate steps, extra delay/loss and handover interruptions.
 
 use crate::model::{Buffer, DirConfig, Service, Step};
 use railpath_core::Time;
-use railpath_scenario::{Link, Scenario, ScenarioError};
+use railpath_radio::{CarrierTimeline, HandoverRecord};
+use railpath_scenario::{Link, OutageMode, Scenario, ScenarioError};
 use std::sync::Arc;
 
 /// Default drop-tail buffer when a link gives neither `buffer_packets` nor `buffer_bytes`.
@@ -172,18 +175,163 @@ impl LinkConfig {
         })
     }
 
-    /// Every link of a scenario.
+    /// Every link of a scenario; links with `carrier = "<id>"` follow that carrier's timeline.
     pub fn all_from_scenario(s: &Scenario) -> Result<Vec<LinkConfig>, ScenarioError> {
-        (0..s.links.len())
-            .map(|i| LinkConfig::from_scenario_link(s, i))
-            .collect()
+        Ok(links_and_handovers(s)?.0)
     }
+}
+
+/// The radio model's carrier timelines of a scenario (empty without `[[carrier]]`).
+pub fn carrier_timelines(s: &Scenario) -> Result<Vec<CarrierTimeline>, ScenarioError> {
+    if s.carriers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(train) = &s.train else {
+        return Err(ScenarioError::new(
+            &s.source,
+            "train",
+            "required when [[carrier]] is given",
+        ));
+    };
+    let duration = Time::from_secs_f64(s.run.duration_s);
+    railpath_radio::carrier_timelines(train, &s.carriers, s.run.seed, duration).map_err(|e| {
+        let file = if e.file.is_empty() {
+            s.source.clone()
+        } else {
+            e.file.clone()
+        };
+        ScenarioError::new(&file, e.key, e.message)
+    })
+}
+
+/// Every link of a scenario and the handovers of the carriers that drive links.
+pub fn links_and_handovers(
+    s: &Scenario,
+) -> Result<(Vec<LinkConfig>, Vec<HandoverRecord>), ScenarioError> {
+    let timelines = if s.links.iter().any(|l| l.carrier.is_some()) {
+        carrier_timelines(s)?
+    } else {
+        Vec::new()
+    };
+    let mut links = Vec::new();
+    let mut handovers: Vec<HandoverRecord> = Vec::new();
+    for (i, l) in s.links.iter().enumerate() {
+        match &l.carrier {
+            None => links.push(LinkConfig::from_scenario_link(s, i)?),
+            Some(c) => {
+                let Some(tl) = timelines.iter().find(|t| &t.carrier == c) else {
+                    return Err(ScenarioError::new(
+                        &s.source,
+                        format!("link[{i}].carrier"),
+                        format!("no [[carrier]] with id {c:?}"),
+                    ));
+                };
+                let cfg = s.carriers.iter().find(|k| &k.id == c);
+                links.push(carrier_link(s, i, tl, cfg.and_then(|k| k.outage_mode))?);
+                if !handovers.iter().any(|h| &h.carrier == c) {
+                    handovers.extend(tl.handovers.iter().cloned());
+                }
+            }
+        }
+    }
+    handovers.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+    Ok((links, handovers))
+}
+
+/// Link `i` driven by carrier timeline `tl`: the timeline's rate steps, extra delay and loss on
+/// top of the link's own `delay_ms` and `loss`, and its interruptions as outages. Outage mode:
+/// the link's when it says `drop`, else the carrier's `outage_mode`, else hold.
+fn carrier_link(
+    s: &Scenario,
+    i: usize,
+    tl: &CarrierTimeline,
+    carrier_mode: Option<railpath_radio::OutageMode>,
+) -> Result<LinkConfig, ScenarioError> {
+    let l = &s.links[i];
+    let file = s.source.as_str();
+    let k = |f: &str| format!("link[{i}].{f}");
+    let first_rate = tl.steps.iter().find_map(|st| st.rate_bps).ok_or_else(|| {
+        ScenarioError::new(
+            file,
+            k("carrier"),
+            format!("carrier {:?} gives no rate", tl.carrier),
+        )
+    })?;
+    let mode = match (l.outage_mode, carrier_mode) {
+        (OutageMode::Drop, _) => OutageMode::Drop,
+        (_, Some(railpath_radio::OutageMode::Drop)) => OutageMode::Drop,
+        _ => OutageMode::Hold,
+    };
+    let buffer = match (l.buffer_packets, l.buffer_bytes) {
+        (Some(p), _) => Buffer::Packets(p),
+        (None, Some(b)) => Buffer::Bytes(b),
+        (None, None) => Buffer::Packets(DEFAULT_BUFFER_PACKETS),
+    };
+    let delay = ms(file, &k("delay_ms"), l.delay_ms)?;
+    let reverse_rate = match l.reverse_rate_mbps {
+        Some(r) => mbps_to_bps(file, &k("reverse_rate_mbps"), r)?,
+        None => first_rate,
+    };
+    let duration = Time::from_secs_f64(s.run.duration_s);
+    let mut steps = Vec::new();
+    let mut outages = Vec::new();
+    let mut open: Option<Time> = None;
+    for st in &tl.steps {
+        if st.rate_bps.is_some() || st.extra_delay.is_some() || st.extra_loss.is_some() {
+            steps.push(Step {
+                t: st.t,
+                rate_bps: st.rate_bps.map(|r| r.max(1)),
+                delay: st.extra_delay.map(|e| delay + e),
+                loss: st.extra_loss.map(|e| (l.loss + e).clamp(0.0, 0.999_999)),
+            });
+        }
+        match (st.outage, open) {
+            (Some(true), None) => open = Some(st.t),
+            (Some(false), Some(start)) => {
+                outages.push((start, st.t - start));
+                open = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(start) = open {
+        outages.push((start, duration.saturating_sub(start)));
+    }
+    let data = DirConfig {
+        service: Service::Rate(first_rate),
+        delay,
+        loss: l.loss,
+        buffer,
+        outage_mode: mode,
+    };
+    let reverse = DirConfig {
+        service: Service::Rate(reverse_rate),
+        delay: ms(
+            file,
+            &k("reverse_delay_ms"),
+            l.reverse_delay_ms.unwrap_or(l.delay_ms),
+        )?,
+        loss: l.reverse_loss,
+        buffer: l
+            .reverse_buffer_packets
+            .map(Buffer::Packets)
+            .unwrap_or(buffer),
+        outage_mode: mode,
+    };
+    Ok(LinkConfig {
+        id: l.id.clone(),
+        data,
+        reverse,
+        steps,
+        outages,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use railpath_scenario::{parse_str, OutageMode};
+    use railpath_radio::LinkStep;
+    use railpath_scenario::parse_str;
 
     #[test]
     fn defaults_and_reverse_direction() {
@@ -235,5 +383,66 @@ outage_mode = "drop"
         .unwrap();
         let e = LinkConfig::from_scenario_link(&s, 0).unwrap_err();
         assert_eq!(e.key, "link[0].trace");
+    }
+
+    #[test]
+    fn carrier_timeline_becomes_steps_and_outages() {
+        let s = parse_str(
+            "[run]\nduration_s = 10\n[[link]]\nid = \"a\"\nrate_mbps = 1\ndelay_ms = 20\nloss = 0.01\n",
+            "t.toml",
+        )
+        .unwrap();
+        let step = |t_ms: u64| LinkStep {
+            t: Time::from_ms(t_ms),
+            ..LinkStep::default()
+        };
+        let tl = CarrierTimeline {
+            carrier: "A".into(),
+            steps: vec![
+                LinkStep {
+                    rate_bps: Some(25_000_000),
+                    extra_delay: Some(Time::ZERO),
+                    extra_loss: Some(0.0),
+                    ..step(0)
+                },
+                LinkStep {
+                    outage: Some(true),
+                    ..step(2000)
+                },
+                LinkStep {
+                    outage: Some(false),
+                    rate_bps: Some(10_000_000),
+                    ..step(2050)
+                },
+                LinkStep {
+                    extra_delay: Some(Time::from_ms(30)),
+                    extra_loss: Some(0.05),
+                    ..step(5000)
+                },
+                LinkStep {
+                    outage: Some(true),
+                    ..step(9500)
+                },
+            ],
+            handovers: vec![],
+        };
+        let l = carrier_link(&s, 0, &tl, Some(railpath_radio::OutageMode::Drop)).unwrap();
+        assert_eq!(l.data.service, Service::Rate(25_000_000));
+        assert_eq!(l.reverse.service, Service::Rate(25_000_000));
+        assert_eq!(l.data.outage_mode, OutageMode::Drop);
+        // The unterminated interruption at 9.5 s lasts to the end of the run.
+        assert_eq!(
+            l.outages,
+            vec![
+                (Time::from_ms(2000), Time::from_ms(50)),
+                (Time::from_ms(9500), Time::from_ms(500))
+            ]
+        );
+        assert_eq!(l.steps.len(), 3);
+        assert_eq!(l.steps[1].rate_bps, Some(10_000_000));
+        assert_eq!(l.steps[2].delay, Some(Time::from_ms(50)));
+        assert!((l.steps[2].loss.unwrap() - 0.06).abs() < 1e-12);
+        let l = carrier_link(&s, 0, &tl, None).unwrap();
+        assert_eq!(l.data.outage_mode, OutageMode::Hold);
     }
 }

@@ -229,7 +229,8 @@ pub struct Emulator {
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<EmuReport>>,
     control: LinkControl,
-    events: Option<Receiver<LinkEvent>>,
+    /// In a mutex so that `Emulator` (and `Testbed`) can be shared between threads.
+    events: std::sync::Mutex<Option<Receiver<LinkEvent>>>,
 }
 
 impl Emulator {
@@ -284,7 +285,7 @@ impl Emulator {
                 ids,
                 origin,
             },
-            events: Some(erx),
+            events: std::sync::Mutex::new(Some(erx)),
         })
     }
 
@@ -297,7 +298,10 @@ impl Emulator {
     }
     /// The stream of outage events (once; later calls return None).
     pub fn take_events(&mut self) -> Option<Receiver<LinkEvent>> {
-        self.events.take()
+        self.events
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 
     /// Stop forwarding and return the measurements.

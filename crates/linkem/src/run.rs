@@ -20,7 +20,7 @@ use crate::TestbedError;
 use railpath_core::Time;
 use railpath_scenario::{FlowKind, Scenario, ScenarioError};
 use railpath_sim::results::{
-    AvgMax, FlowSummary, LinkSummary, RunResults, Series, SubflowSummary, Summary,
+    AvgMax, FlowSummary, Handover, LinkSummary, RunResults, Series, SubflowSummary, Summary,
 };
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io::{Read, Write};
@@ -447,7 +447,19 @@ pub fn run_scenario(s: &Scenario) -> Result<RunResults, TestbedError> {
             eprintln!("testbed: flow {:?}: {e}", f.id);
         }
     }
+    let handovers = crate::config::links_and_handovers(s)?.1;
     let mut results = assemble(s, &ccs, &plans, &client_results, &samples, &report, nbins);
+    results.summary.handovers = handovers
+        .into_iter()
+        .map(|h| Handover {
+            t_s: h.t_s,
+            position_m: h.position_m,
+            carrier: h.carrier,
+            from_cell: h.from_cell,
+            to_cell: h.to_cell,
+            interruption_ms: h.interruption_ms,
+        })
+        .collect();
     results.summary.wall_s = wall.elapsed().as_secs_f64();
     Ok(results)
 }

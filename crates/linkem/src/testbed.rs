@@ -393,3 +393,27 @@ impl Testbed {
         emu.stop()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn testbed_and_control_can_be_shared_between_threads() {
+        fn shared<T: Send + Sync>() {}
+        shared::<Testbed>();
+        shared::<LinkControl>();
+    }
+
+    #[test]
+    fn spec_from_scenario_takes_seed_and_bin() {
+        let s = railpath_scenario::parse_str(
+            "[run]\nduration_s = 1\nseed = 9\nbin_ms = 50\n[[link]]\nid = \"a\"\nrate_mbps = 10\n",
+            "t.toml",
+        )
+        .unwrap();
+        let spec = TestbedSpec::from_scenario(&s).unwrap();
+        assert_eq!((spec.emu.seed, spec.emu.bin), (9, Time::from_ms(50)));
+        assert_eq!((spec.links.len(), spec.clients), (1, 1));
+    }
+}
