@@ -282,4 +282,15 @@ fn rate_delay_and_loss_through_namespaces() {
         report.links[1].data.random_losses as usize,
         5000 - got.len()
     );
+    // Timing of every packet the emulator wrote, including the 100 Mbit/s phase: well under 1 ms.
+    assert!(
+        report.lateness.p99_us < 1000.0,
+        "p99 write lateness {} us",
+        report.lateness.p99_us
+    );
+    assert!(
+        report.lateness.mean_us < 250.0,
+        "mean write lateness {} us",
+        report.lateness.mean_us
+    );
 }
