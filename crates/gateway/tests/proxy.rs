@@ -14,10 +14,9 @@ mod common;
 
 use common::*;
 use railpath_core::Rng;
-use sha2::{Digest, Sha256};
 use std::sync::Mutex;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -147,7 +146,12 @@ level = "debug"
             .enable_all()
             .build()
             .unwrap();
-        rt.block_on(server_main(stop_rx));
+        rt.block_on(server_main(
+            SERVICE.to_string(),
+            MPTCP_PORT,
+            TCP_PORT,
+            stop_rx,
+        ));
     });
     let mut bed = Bed {
         ns,
@@ -168,114 +172,6 @@ level = "debug"
         bed.daemon.log_text()
     );
     bed
-}
-
-fn listener(port: u16, mptcp: bool) -> tokio::net::TcpListener {
-    let addr: std::net::SocketAddr = format!("{SERVICE}:{port}").parse().unwrap();
-    let (s, _) = railpath_gateway::sockopt::stream_socket(&addr, mptcp).unwrap();
-    s.set_reuse_address(true).unwrap();
-    s.bind(&addr.into()).unwrap();
-    s.listen(1024).unwrap();
-    tokio::net::TcpListener::from_std(s.into()).unwrap()
-}
-
-/// Per connection: read an 8-byte download size, hash the upload until EOF, answer with the
-/// upload's SHA-256, then send the download (payload seeded by its size) and close.
-async fn server_main(stop: tokio::sync::oneshot::Receiver<()>) {
-    let mp = listener(MPTCP_PORT, true);
-    let tcp = listener(TCP_PORT, false);
-    let serve = |l: tokio::net::TcpListener| async move {
-        loop {
-            let Ok((mut s, _)) = l.accept().await else {
-                continue;
-            };
-            tokio::spawn(async move {
-                let mut hdr = [0u8; 8];
-                if s.read_exact(&mut hdr).await.is_err() {
-                    return;
-                }
-                let down = u64::from_be_bytes(hdr);
-                let mut h = Sha256::new();
-                let mut buf = vec![0u8; 64 * 1024];
-                loop {
-                    match s.read(&mut buf).await {
-                        Ok(0) => break,
-                        Ok(n) => h.update(&buf[..n]),
-                        Err(_) => return,
-                    }
-                }
-                let d: [u8; 32] = h.finalize().into();
-                if s.write_all(&d).await.is_err() {
-                    return;
-                }
-                let mut p = Payload::new(down, down);
-                loop {
-                    let n = p.fill(&mut buf);
-                    if n == 0 || s.write_all(&buf[..n]).await.is_err() {
-                        break;
-                    }
-                }
-                let _ = s.shutdown().await;
-            });
-        }
-    };
-    tokio::select! {
-        _ = stop => {}
-        _ = serve(mp) => {}
-        _ = serve(tcp) => {}
-    }
-}
-
-/// One passenger transfer through the proxy; returns whether both digests matched.
-async fn transfer(port: u16, seed: u64, up: u64, down: u64) -> Result<(), String> {
-    let mut s = tokio::net::TcpStream::connect((SERVICE, port))
-        .await
-        .map_err(|e| format!("connect: {e}"))?;
-    s.write_all(&down.to_be_bytes())
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut p = Payload::new(seed, up);
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = p.fill(&mut buf);
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-        s.write_all(&buf[..n])
-            .await
-            .map_err(|e| format!("upload: {e}"))?;
-    }
-    s.shutdown().await.map_err(|e| e.to_string())?;
-    let want_up: [u8; 32] = h.finalize().into();
-    let mut got_up = [0u8; 32];
-    s.read_exact(&mut got_up)
-        .await
-        .map_err(|e| format!("digest: {e}"))?;
-    if got_up != want_up {
-        return Err(format!("upload of {up} B: SHA-256 mismatch at the far end"));
-    }
-    let mut h = Sha256::new();
-    let mut n_down = 0u64;
-    loop {
-        let n = s
-            .read(&mut buf)
-            .await
-            .map_err(|e| format!("download: {e}"))?;
-        if n == 0 {
-            break;
-        }
-        n_down += n as u64;
-        h.update(&buf[..n]);
-    }
-    let got: [u8; 32] = h.finalize().into();
-    if n_down != down || got != Payload::sha256(down, down) {
-        return Err(format!(
-            "download: got {n_down} of {down} B or SHA-256 mismatch"
-        ));
-    }
-    Ok(())
 }
 
 fn in_cli<F, R>(bed: &Bed, f: F) -> R
@@ -313,7 +209,7 @@ fn two_hundred_concurrent_transfers_keep_every_byte() {
                 tasks.push(tokio::spawn(async move {
                     tokio::time::timeout(
                         Duration::from_secs(120),
-                        transfer(MPTCP_PORT, 1000 + i, up, down),
+                        transfer(SERVICE, MPTCP_PORT, 1000 + i, up, down),
                     )
                     .await
                     .unwrap_or_else(|_| Err("timed out".into()))
@@ -404,7 +300,7 @@ fn falls_back_to_tcp_against_a_server_without_mptcp_and_survives_a_reset() {
     let mut bed = build("pfb");
     // 1. A plain-TCP server: the MPTCP connect falls back, bytes still intact, fallback counted.
     let r = in_cli(&bed, || {
-        Box::pin(async { transfer(TCP_PORT, 7, 3_000_000, 2_000_000).await })
+        Box::pin(async { transfer(SERVICE, TCP_PORT, 7, 3_000_000, 2_000_000).await })
     });
     assert_eq!(r, Ok(()));
     let m = scrape(&bed.ns.name("rtr"), "127.0.0.1:9464");
@@ -466,7 +362,7 @@ fn falls_back_to_tcp_against_a_server_without_mptcp_and_survives_a_reset() {
     );
     // 3. And it still relays afterwards, over MPTCP.
     let r = in_cli(&bed, || {
-        Box::pin(async { transfer(MPTCP_PORT, 11, 500_000, 500_000).await })
+        Box::pin(async { transfer(SERVICE, MPTCP_PORT, 11, 500_000, 500_000).await })
     });
     assert_eq!(r, Ok(()));
     let m = scrape(&rtr, "127.0.0.1:9464");
@@ -479,7 +375,9 @@ fn falls_back_to_tcp_against_a_server_without_mptcp_and_survives_a_reset() {
         "{m}"
     );
     // 4. A connection to a port the server does not serve: refused onward, client reset, counted.
-    let r = in_cli(&bed, || Box::pin(async { transfer(7002, 1, 10, 10).await }));
+    let r = in_cli(&bed, || {
+        Box::pin(async { transfer(SERVICE, 7002, 1, 10, 10).await })
+    });
     assert!(r.is_err());
     let m = scrape(&rtr, "127.0.0.1:9464");
     assert_eq!(

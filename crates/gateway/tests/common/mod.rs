@@ -10,6 +10,7 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Why an environment test cannot run here (printed as SKIP), or None.
 pub fn skip_reason() -> Option<String> {
@@ -275,4 +276,125 @@ pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(50));
     }
     false
+}
+
+// ---- the transfer protocol shared by the proxy tests ----
+
+pub fn listener(service: &str, port: u16, mptcp: bool) -> tokio::net::TcpListener {
+    let addr: std::net::SocketAddr = format!("{service}:{port}").parse().unwrap();
+    let (s, _) = railpath_gateway::sockopt::stream_socket(&addr, mptcp).unwrap();
+    s.set_reuse_address(true).unwrap();
+    s.bind(&addr.into()).unwrap();
+    s.listen(1024).unwrap();
+    tokio::net::TcpListener::from_std(s.into()).unwrap()
+}
+
+/// Per connection: read an 8-byte download size, hash the upload until EOF, answer with the
+/// upload's SHA-256, then send the download (payload seeded by its size) and close.
+pub async fn server_main(
+    service: String,
+    mptcp_port: u16,
+    tcp_port: u16,
+    stop: tokio::sync::oneshot::Receiver<()>,
+) {
+    let mp = listener(&service, mptcp_port, true);
+    let tcp = listener(&service, tcp_port, false);
+    let serve = |l: tokio::net::TcpListener| async move {
+        loop {
+            let Ok((mut s, _)) = l.accept().await else {
+                continue;
+            };
+            tokio::spawn(async move {
+                let mut hdr = [0u8; 8];
+                if s.read_exact(&mut hdr).await.is_err() {
+                    return;
+                }
+                let down = u64::from_be_bytes(hdr);
+                let mut h = Sha256::new();
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    match s.read(&mut buf).await {
+                        Ok(0) => break,
+                        Ok(n) => h.update(&buf[..n]),
+                        Err(_) => return,
+                    }
+                }
+                let d: [u8; 32] = h.finalize().into();
+                if s.write_all(&d).await.is_err() {
+                    return;
+                }
+                let mut p = Payload::new(down, down);
+                loop {
+                    let n = p.fill(&mut buf);
+                    if n == 0 || s.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+                let _ = s.shutdown().await;
+            });
+        }
+    };
+    tokio::select! {
+        _ = stop => {}
+        _ = serve(mp) => {}
+        _ = serve(tcp) => {}
+    }
+}
+
+/// One passenger transfer through the proxy; returns whether both digests matched.
+pub async fn transfer(
+    service: &str,
+    port: u16,
+    seed: u64,
+    up: u64,
+    down: u64,
+) -> Result<(), String> {
+    let mut s = tokio::net::TcpStream::connect((service, port))
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    s.write_all(&down.to_be_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut p = Payload::new(seed, up);
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = p.fill(&mut buf);
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        s.write_all(&buf[..n])
+            .await
+            .map_err(|e| format!("upload: {e}"))?;
+    }
+    s.shutdown().await.map_err(|e| e.to_string())?;
+    let want_up: [u8; 32] = h.finalize().into();
+    let mut got_up = [0u8; 32];
+    s.read_exact(&mut got_up)
+        .await
+        .map_err(|e| format!("digest: {e}"))?;
+    if got_up != want_up {
+        return Err(format!("upload of {up} B: SHA-256 mismatch at the far end"));
+    }
+    let mut h = Sha256::new();
+    let mut n_down = 0u64;
+    loop {
+        let n = s
+            .read(&mut buf)
+            .await
+            .map_err(|e| format!("download: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        n_down += n as u64;
+        h.update(&buf[..n]);
+    }
+    let got: [u8; 32] = h.finalize().into();
+    if n_down != down || got != Payload::sha256(down, down) {
+        return Err(format!(
+            "download: got {n_down} of {down} B or SHA-256 mismatch"
+        ));
+    }
+    Ok(())
 }

@@ -1,0 +1,155 @@
+//! The proxy over the linkem testbed: a passenger namespace, the router with nftables redirect and
+//! the daemon, two emulated carriers (100 Mbit/s, 5 ms one way each) and the server. 200
+//! concurrent passenger connections, each moving a random size up to 10 MB (size = 10 MB x u^3,
+//! so the 200 transfers total about 0.5 GB and fit the emulated capacity in tens of seconds), with
+//! SHA-256 checked at the far end in both directions; every onward connection runs MPTCP and both
+//! carriers carry bytes. Needs root, TUN and kernel MPTCP; otherwise prints SKIP and passes.
+
+mod common;
+
+use common::*;
+use railpath_core::Rng;
+use railpath_linkem::{check_environment, Testbed, TestbedSpec};
+use std::time::Duration;
+
+const MAX_BYTES: f64 = 10.0 * 1024.0 * 1024.0;
+
+fn scenario() -> railpath_scenario::Scenario {
+    let link = |id: &str| {
+        format!("[[link]]\nid = \"{id}\"\nrate_mbps = 100\ndelay_ms = 5\nbuffer_packets = 300\n")
+    };
+    let text = format!(
+        "[run]\nduration_s = 60\nseed = 1\nbin_ms = 100\n\n{}\n{}\n[[flow]]\nid = \"dl\"\nkind = \"tcp\"\ncc = \"cubic\"\npaths = [\"A\"]\n",
+        link("A"),
+        link("B")
+    );
+    railpath_scenario::parse_str(&text, "proxy-testbed.toml").expect("scenario parses")
+}
+
+#[test]
+fn two_hundred_transfers_through_the_proxy_over_emulated_carriers() {
+    let name = "two_hundred_transfers_through_the_proxy_over_emulated_carriers";
+    skip_if_unavailable!(name);
+    if let Err(e) = check_environment() {
+        println!("SKIP {name}: {e}");
+        return;
+    }
+    let mut spec = TestbedSpec::from_scenario(&scenario()).unwrap();
+    spec.clients = 1;
+    let tb = Testbed::new(&spec).expect("testbed");
+    let rtr = tb.router_ns().to_string();
+    let service = tb.server_addr().to_string();
+    sh(&[
+        "ip", "netns", "exec", &rtr, "nft",
+        "add table ip rpgw; add chain ip rpgw pre { type nat hook prerouting priority dstnat; }; add rule ip rpgw pre iifname \"lan0\" tcp dport 7000 redirect to :3129",
+    ]);
+    let dir = TempDir::new("ptb");
+    let cfg = "[proxy]\nmode = \"train\"\nlisten = \"0.0.0.0:3129\"\n[metrics]\nlisten = \"127.0.0.1:9464\"\n[log]\nformat = \"text\"\nlevel = \"info\"\n[[carrier]]\nname = \"A\"\nendpoint_id = 1\ninterface = \"car0\"\n[[carrier]]\nname = \"B\"\nendpoint_id = 2\ninterface = \"car1\"\n";
+    let mut daemon = Daemon::start(&rtr, cfg, &dir.0);
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let srv = tb.server_ns().to_string();
+    let svc = service.clone();
+    let server = std::thread::spawn(move || {
+        in_ns(&srv, move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(server_main(svc, 7000, 7001, stop_rx));
+        })
+    });
+    let up = wait_until(Duration::from_secs(10), || {
+        in_ns(&rtr, || {
+            std::net::TcpStream::connect("127.0.0.1:9464").is_ok()
+        })
+    });
+    assert!(
+        up && daemon.alive(),
+        "daemon did not start:\n{}",
+        daemon.log_text()
+    );
+
+    let cli = tb.client_ns(0).unwrap().to_string();
+    let svc = service.clone();
+    let results: Vec<Result<(), String>> = in_ns(&cli, move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let mut rng = Rng::stream(7, "gateway/proxy-testbed/sizes");
+            let mut tasks = Vec::new();
+            for i in 0..200u64 {
+                let big = (MAX_BYTES * rng.uniform().powi(3)) as u64;
+                let small = rng.below(32 * 1024);
+                let (up, down) = if i % 2 == 0 {
+                    (big, small)
+                } else {
+                    (small, big)
+                };
+                let svc = svc.clone();
+                tasks.push(tokio::spawn(async move {
+                    tokio::time::timeout(
+                        Duration::from_secs(180),
+                        transfer(&svc, 7000, 5000 + i, up, down),
+                    )
+                    .await
+                    .unwrap_or_else(|_| Err("timed out".into()))
+                }));
+            }
+            let mut out = Vec::new();
+            for t in tasks {
+                out.push(t.await.unwrap_or_else(|e| Err(e.to_string())));
+            }
+            out
+        })
+    });
+    let failed: Vec<_> = results
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.is_err())
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} of 200 failed, e.g. {:?}\n{}",
+        failed.len(),
+        &failed[..failed.len().min(5)],
+        daemon.log_text()
+    );
+    let m = scrape(&rtr, "127.0.0.1:9464");
+    assert_eq!(
+        metric(&m, "railpath_gateway_connections_accepted_total"),
+        Some(200.0),
+        "{m}"
+    );
+    assert_eq!(
+        metric(
+            &m,
+            "railpath_gateway_connections_onward_total{transport=\"mptcp\"}"
+        ),
+        Some(200.0),
+        "{m}"
+    );
+    // Both carriers carried a real share (kernel interface counters, received bytes).
+    let rx = |c: &str| {
+        metric(
+            &m,
+            &format!("railpath_gateway_carrier_bytes_total{{carrier=\"{c}\",direction=\"rx\"}}"),
+        )
+        .unwrap_or(0.0)
+    };
+    let tx = |c: &str| {
+        metric(
+            &m,
+            &format!("railpath_gateway_carrier_bytes_total{{carrier=\"{c}\",direction=\"tx\"}}"),
+        )
+        .unwrap_or(0.0)
+    };
+    let (a, b) = (rx("A") + tx("A"), rx("B") + tx("B"));
+    println!("carrier bytes: A {:.0} MB, B {:.0} MB", a / 1e6, b / 1e6);
+    assert!(a > 20e6 && b > 20e6, "one carrier idle: A {a}, B {b}\n{m}");
+    assert!(daemon.alive());
+    assert!(daemon.stop(), "{}", daemon.log_text());
+    drop(stop_tx);
+    let _ = server.join();
+}
