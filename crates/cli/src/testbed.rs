@@ -2,6 +2,7 @@
 //! scenario's flows as real kernel TCP/MPTCP connections in network namespaces over the userspace
 //! link emulator (crates/linkem, docs/testbed.md) and write `DIR/summary.json` and
 //! `DIR/timeseries.csv` in the simulator's format. Needs root (CAP_NET_ADMIN) and kernel MPTCP.
+//! `railpath testbed compare A B`: goodput per flow and subflow of two runs side by side.
 
 use crate::{print_stdout, CliError};
 use railpath_linkem::TestbedError;
@@ -17,6 +18,16 @@ pub struct Args {
 pub enum Command {
     /// Run one scenario over real kernel TCP/MPTCP in network namespaces (root only).
     Run(RunArgs),
+    /// Compare two runs' summary.json (e.g. simulator vs testbed): goodput per flow and subflow.
+    Compare(CompareArgs),
+}
+
+#[derive(clap::Args)]
+pub struct CompareArgs {
+    /// First run: a summary.json or the directory holding it (e.g. the simulator's).
+    pub a: PathBuf,
+    /// Second run (e.g. the testbed's).
+    pub b: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -37,7 +48,89 @@ pub struct RunArgs {
 pub fn main(args: Args) -> Result<(), CliError> {
     match args.command {
         Command::Run(a) => run(a),
+        Command::Compare(a) => compare(a),
     }
+}
+
+fn read_summary(p: &Path) -> Result<serde_json::Value, CliError> {
+    let file = if p.is_dir() {
+        p.join("summary.json")
+    } else {
+        p.to_path_buf()
+    };
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| CliError::Input(format!("{}: cannot read: {e}", file.display())))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| CliError::Input(format!("{}: not JSON: {e}", file.display())))?;
+    if !v.get("flows").is_some_and(|f| f.is_array()) {
+        return Err(CliError::Input(format!(
+            "{}: flows: expected an array (a railpath summary.json)",
+            file.display()
+        )));
+    }
+    Ok(v)
+}
+
+/// (flow, subflow link or "", goodput bit/s) of every flow and subflow of a summary.
+fn goodputs(v: &serde_json::Value) -> Vec<(String, String, f64)> {
+    let mut out = Vec::new();
+    for f in v["flows"].as_array().into_iter().flatten() {
+        let id = f["id"].as_str().unwrap_or("?").to_string();
+        out.push((
+            id.clone(),
+            String::new(),
+            f["goodput_bps"].as_f64().unwrap_or(f64::NAN),
+        ));
+        for sf in f["subflows"].as_array().into_iter().flatten() {
+            let link = sf["link"].as_str().unwrap_or("?").to_string();
+            out.push((
+                id.clone(),
+                link,
+                sf["goodput_bps"].as_f64().unwrap_or(f64::NAN),
+            ));
+        }
+    }
+    out
+}
+
+/// Side-by-side goodput table of two summaries; rows of either, matched by flow and subflow.
+fn compare_table(a: &serde_json::Value, b: &serde_json::Value) -> String {
+    let (ga, gb) = (goodputs(a), goodputs(b));
+    let mut keys: Vec<(String, String)> = ga.iter().map(|r| (r.0.clone(), r.1.clone())).collect();
+    for r in &gb {
+        if !keys.iter().any(|k| k.0 == r.0 && k.1 == r.1) {
+            keys.push((r.0.clone(), r.1.clone()));
+        }
+    }
+    let find = |g: &[(String, String, f64)], k: &(String, String)| {
+        g.iter().find(|r| r.0 == k.0 && r.1 == k.1).map(|r| r.2)
+    };
+    let mbit = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{:.3}", v / 1e6));
+    let mut t = format!(
+        "{:<16}  {:<8}  {:>12}  {:>12}  {:>8}\n",
+        "flow", "subflow", "a_Mbit/s", "b_Mbit/s", "b/a-1"
+    );
+    for k in &keys {
+        let (x, y) = (find(&ga, k), find(&gb, k));
+        let rel = match (x, y) {
+            (Some(x), Some(y)) if x > 0.0 => format!("{:+.1}%", (y / x - 1.0) * 100.0),
+            _ => "-".to_string(),
+        };
+        t.push_str(&format!(
+            "{:<16}  {:<8}  {:>12}  {:>12}  {:>8}\n",
+            k.0,
+            k.1,
+            mbit(x),
+            mbit(y),
+            rel
+        ));
+    }
+    t
+}
+
+fn compare(args: CompareArgs) -> Result<(), CliError> {
+    let (a, b) = (read_summary(&args.a)?, read_summary(&args.b)?);
+    print_stdout(&compare_table(&a, &b))
 }
 
 fn default_out(scenario: &Path) -> PathBuf {
@@ -180,6 +273,38 @@ mod tests {
         assert_eq!(lines.len(), 4);
         assert!(lines[1].contains("59.500"));
         assert!(lines[2].trim_start().starts_with("a") && lines[2].contains("35.000"));
+    }
+
+    #[test]
+    fn compare_matches_flows_and_subflows() {
+        let a = serde_json::json!({"flows": [
+            {"id": "dl", "goodput_bps": 50e6, "subflows": [
+                {"link": "a", "goodput_bps": 30e6}, {"link": "b", "goodput_bps": 20e6}]},
+            {"id": "t", "goodput_bps": 10e6, "subflows": null}]});
+        let b = serde_json::json!({"flows": [
+            {"id": "dl", "goodput_bps": 60e6, "subflows": [
+                {"link": "b", "goodput_bps": 24e6}, {"link": "a", "goodput_bps": 36e6}]}]});
+        let t = compare_table(&a, &b);
+        let rows: Vec<Vec<&str>> = t
+            .lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(rows[0], vec!["dl", "50.000", "60.000", "+20.0%"]);
+        assert_eq!(rows[1], vec!["dl", "a", "30.000", "36.000", "+20.0%"]);
+        assert_eq!(rows[2], vec!["dl", "b", "20.000", "24.000", "+20.0%"]);
+        assert_eq!(rows[3], vec!["t", "10.000", "-", "-"]);
+    }
+
+    #[test]
+    fn compare_rejects_a_non_summary() {
+        let dir = std::env::temp_dir().join(format!("rp-cmp-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("summary.json"), "{\"x\": 1}").unwrap();
+        let e = read_summary(&dir).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("flows"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
