@@ -8,7 +8,8 @@
 //! regular again after it ends (the server's `ip mptcp monitor` SF_PRIO events, timed against the
 //! emulator's outage events), MPTcpExtMPPrioTx in the router counts the MP_PRIO options, and the
 //! goodput from each outage start to 1 s after its end is higher with PHA-D than without it (the
-//! same outages with no controller). Needs root, TUN and kernel MPTCP; otherwise prints SKIP and
+//! same outages with no controller). The emulator's outage events are fed to the daemon as
+//! modem-side handover events: the handover log gets one record per outage, each a prediction hit. Needs root, TUN and kernel MPTCP; otherwise prints SKIP and
 //! passes.
 
 mod common;
@@ -245,15 +246,20 @@ fn run(
     std::thread::sleep(Duration::from_millis(200));
     let prio_before = in_ns(&rtr, mpprio_tx);
     let mut daemon = None;
+    std::fs::write(dir.join("events.jsonl"), "").unwrap();
+    let _ = std::fs::remove_file(dir.join("handovers.jsonl"));
     if with_phad {
         let cfg = format!(
             "[metrics]\nlisten = \"127.0.0.1:9465\"\n[log]\nformat = \"json\"\nlevel = \"info\"\n\
              [phad]\ntable = {:?}\nrtt_ms = {RTT_MS}\ntick_ms = 10\nposition = {{ source = \"replay\", path = {:?} }}\n\
-             [[carrier]]\nname = \"A\"\nendpoint_id = {}\ninterface = \"car0\"\n[[carrier]]\nname = \"B\"\nendpoint_addr = \"{}\"\ninterface = \"car1\"\n",
+             [[carrier]]\nname = \"A\"\nendpoint_id = {}\ninterface = \"car0\"\n[[carrier]]\nname = \"B\"\nendpoint_addr = \"{}\"\ninterface = \"car1\"\n\
+             [handover_log]\npath = {:?}\nevents = {:?}\n",
             dir.join("table.json").display().to_string(),
             dir.join("feed.csv").display().to_string(),
             tb.endpoint_id("A").unwrap(),
             tb.router_addr("B").unwrap(),
+            dir.join("handovers.jsonl").display().to_string(),
+            dir.join("events.jsonl").display().to_string(),
         );
         let mut d = Daemon::start(&rtr, &cfg, dir);
         let fixed = wait_until(Duration::from_secs(10), || {
@@ -281,8 +287,26 @@ fn run(
             .unwrap();
     }
     let end = t0 + Time::from_secs_f64(RUN_S);
+    // Pass the emulator's outage starts on to the daemon as modem-side handover events.
+    let mut seen = Vec::new();
+    let mut ev_file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(dir.join("events.jsonl"))
+        .unwrap();
     while tb.now() < end {
-        std::thread::sleep(Duration::from_millis(100));
+        if let Ok(ev) = events.recv_timeout(Duration::from_millis(100)) {
+            if let (true, LinkEventKind::OutageStart { until }) = (with_phad, &ev.kind) {
+                use std::io::Write;
+                writeln!(
+                    ev_file,
+                    "{{\"carrier\":\"{}\",\"event\":\"handover\",\"interruption_ms\":{}}}",
+                    ev.link,
+                    (*until - ev.t).ms_f64()
+                )
+                .unwrap();
+            }
+            seen.push(ev);
+        }
     }
     let (mut log, mut metrics) = (String::new(), String::new());
     if let Some(mut d) = daemon {
@@ -302,7 +326,8 @@ fn run(
     server.join().unwrap();
     let mut outages = Vec::new();
     let mut starts: Vec<(String, Time)> = Vec::new();
-    for ev in events.try_iter() {
+    seen.extend(events.try_iter());
+    for ev in seen {
         match ev.kind {
             LinkEventKind::OutageStart { .. } => starts.push((ev.link, ev.t)),
             LinkEventKind::OutageEnd => {
@@ -418,6 +443,45 @@ fn phad_flips_ahead_of_outages_and_raises_goodput() {
             "railpath_gateway_backup_flips_total{carrier=\"B\"}"
         ),
         Some(1.0)
+    );
+
+    // The handovers reached the log, at positions inside the table's zones (prediction hits).
+    let recs: Vec<serde_json::Value> = std::fs::read_to_string(dir.0.join("handovers.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let carriers: Vec<&str> = recs
+        .iter()
+        .map(|r| r["carrier"].as_str().unwrap())
+        .collect();
+    assert_eq!(carriers, ["A", "B", "A"], "{recs:?}\n{}", with.log);
+    for r in &recs {
+        assert_eq!(r["predicted"], true, "{r}");
+        assert_eq!(r["interruption_ms"].as_f64(), Some(OUTAGE_MS as f64), "{r}");
+    }
+    assert_eq!(
+        metric(
+            &with.metrics,
+            "railpath_gateway_prediction_hits_total{carrier=\"A\"}"
+        ),
+        Some(2.0),
+        "{}",
+        with.metrics
+    );
+    assert_eq!(
+        metric(
+            &with.metrics,
+            "railpath_gateway_prediction_hits_total{carrier=\"B\"}"
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(
+            &with.metrics,
+            "railpath_gateway_prediction_misses_total{carrier=\"A\"}"
+        ),
+        Some(0.0)
     );
 
     let g_with = goodput_around(&with);
