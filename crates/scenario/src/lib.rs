@@ -186,7 +186,8 @@ pub struct Flow {
     pub kind: FlowKind,
     /// tcp: newreno | cubic | bbr ; mptcp: lia | olia | balia | uncoupled-<tcp cc>
     pub cc: String,
-    /// tcp: one link; mptcp: one link per subflow, first = initial subflow.
+    /// tcp: one link; mptcp: one link per subflow, first = initial subflow (a link may repeat:
+    /// several subflows over one path, as Linux's ndiffports path manager opens).
     pub paths: Vec<String>,
     #[serde(default)]
     pub start_s: f64,
@@ -196,7 +197,84 @@ pub struct Flow {
     /// Per-flow TCP options overriding `[tcp]`.
     #[serde(default)]
     pub tcp: Option<TcpOptions>,
+    /// mptcp: packet scheduler (default "minrtt"); see `MPTCP_SCHEDULERS`.
+    #[serde(default)]
+    pub scheduler: Option<String>,
+    /// mptcp: the shared data-level receive buffer, packets of one MSS (default: the TCP
+    /// receive window, `receive_window_bytes / mss_bytes`).
+    #[serde(default)]
+    pub receive_buffer_packets: Option<u32>,
+    /// mptcp: the connection-level send buffer (data sent or queued, not yet data-ACKed),
+    /// packets; default unlimited (the peer's window bounds it).
+    #[serde(default)]
+    pub send_buffer_packets: Option<u32>,
+    /// mptcp: links whose subflows start as backup (RFC 8684 MP_JOIN with the B flag).
+    #[serde(default)]
+    pub backup_paths: Vec<String>,
+    /// mptcp: scripted MP_PRIO changes.
+    #[serde(default)]
+    pub prio_changes: Vec<PrioChange>,
+    /// mptcp: when a subflow's unacknowledged data is reinjected on other subflows.
+    #[serde(default)]
+    pub reinject: Option<Reinject>,
+    /// mptcp: with `reinject = "stale"`, RTOs without progress before a subflow is stale
+    /// (Linux `net.mptcp.stale_loss_cnt`, default 4).
+    #[serde(default)]
+    pub stale_loss_cnt: Option<u32>,
 }
+
+/// Which end sends an MP_PRIO option.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PrioBy {
+    /// The data receiver (the train, for downlink: PHA-D): the option reaches the sender one
+    /// one-way delay later.
+    #[default]
+    Receiver,
+    /// The data sender: takes effect at once for its own scheduling.
+    Sender,
+}
+
+/// A scripted MP_PRIO change (RFC 8684 section 3.3.8).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PrioChange {
+    pub t_s: f64,
+    /// The link of the subflow whose priority changes.
+    pub path: String,
+    /// true: backup; false: regular.
+    pub backup: bool,
+    #[serde(default)]
+    pub by: PrioBy,
+}
+
+/// Reinjection rule.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Reinject {
+    /// At every retransmission timeout of a subflow, its unacknowledged data is reinjected and
+    /// the subflow is "potentially failed" (not used for new data) until it makes progress
+    /// (multipath-tcp.org's mptcp_sub_timeout / pf rule).
+    #[default]
+    Rto,
+    /// Upstream Linux: a subflow is stale after `stale_loss_cnt` timeouts without progress;
+    /// then its data is reinjected and it is avoided until it makes progress.
+    Stale,
+}
+
+/// Schedulers an mptcp flow accepts.
+pub const MPTCP_SCHEDULERS: &[&str] = &[
+    "minrtt",
+    "roundrobin",
+    "redundant",
+    "ecf",
+    "blest",
+    "peekaboo",
+    "linux-default",
+];
+
+/// Coupled congestion controls an mptcp flow accepts (besides `uncoupled-<tcp cc>`).
+pub const MPTCP_COUPLED_CCS: &[&str] = &["lia", "olia", "balia"];
 
 /// Loss detection for SACK connections.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]

@@ -203,10 +203,103 @@ impl Scenario {
                     }
                 }
                 FlowKind::Mptcp => {
-                    return Err(c.err(
-                        k("kind"),
-                        "mptcp flows are not available in this version of railpath; expected \"tcp\"",
-                    ));
+                    let uncoupled_ok =
+                        f.cc.strip_prefix("uncoupled-")
+                            .is_some_and(|t| TCP_CCS.contains(&t));
+                    if !(crate::MPTCP_COUPLED_CCS.contains(&f.cc.as_str()) || uncoupled_ok) {
+                        return Err(c.err(
+                            k("cc"),
+                            format!(
+                                "unknown congestion control {:?} for an mptcp flow; expected one of {}, or uncoupled-<{}>",
+                                f.cc,
+                                crate::MPTCP_COUPLED_CCS.join(", "),
+                                TCP_CCS.join("|")
+                            ),
+                        ));
+                    }
+                    if f.paths.is_empty() {
+                        return Err(c.err(k("paths"), "an mptcp flow needs at least one link"));
+                    }
+                    if f.paths.len() > 16 {
+                        return Err(c.err(
+                            k("paths"),
+                            format!("at most 16 subflows, found {}", f.paths.len()),
+                        ));
+                    }
+                    if let Some(sch) = &f.scheduler {
+                        if !crate::MPTCP_SCHEDULERS.contains(&sch.as_str()) {
+                            return Err(c.err(
+                                k("scheduler"),
+                                format!(
+                                    "unknown scheduler {sch:?}; expected one of {}",
+                                    crate::MPTCP_SCHEDULERS.join(", ")
+                                ),
+                            ));
+                        }
+                    }
+                    if let Some(b) = f.receive_buffer_packets {
+                        c.int_range(&k("receive_buffer_packets"), b, 2, 10_000_000, "packets")?;
+                    }
+                    if let Some(b) = f.send_buffer_packets {
+                        c.int_range(&k("send_buffer_packets"), b, 1, 10_000_000, "packets")?;
+                    }
+                    for (j, p) in f.backup_paths.iter().enumerate() {
+                        if !f.paths.contains(p) {
+                            return Err(c.err(
+                                k(&format!("backup_paths[{j}]")),
+                                format!(
+                                    "{p:?} is not one of this flow's paths ({})",
+                                    f.paths.join(", ")
+                                ),
+                            ));
+                        }
+                    }
+                    for (j, pc) in f.prio_changes.iter().enumerate() {
+                        let pk = |x: &str| k(&format!("prio_changes[{j}].{x}"));
+                        if !(pc.t_s.is_finite() && pc.t_s >= 0.0 && pc.t_s < self.run.duration_s) {
+                            return Err(c.err(
+                                pk("t_s"),
+                                format!(
+                                    "expected a time >= 0 and < run.duration_s = {} s, found {}",
+                                    self.run.duration_s, pc.t_s
+                                ),
+                            ));
+                        }
+                        if !f.paths.contains(&pc.path) {
+                            return Err(c.err(
+                                pk("path"),
+                                format!(
+                                    "{:?} is not one of this flow's paths ({})",
+                                    pc.path,
+                                    f.paths.join(", ")
+                                ),
+                            ));
+                        }
+                    }
+                    if let Some(n) = f.stale_loss_cnt {
+                        if f.reinject != Some(crate::Reinject::Stale) {
+                            return Err(c.err(
+                                k("stale_loss_cnt"),
+                                "only meaningful with reinject = \"stale\"",
+                            ));
+                        }
+                        c.int_range(&k("stale_loss_cnt"), n, 1, 100, "timeouts")?;
+                    }
+                }
+            }
+            if f.kind == FlowKind::Tcp {
+                for (set, key) in [
+                    (f.scheduler.is_some(), "scheduler"),
+                    (f.receive_buffer_packets.is_some(), "receive_buffer_packets"),
+                    (f.send_buffer_packets.is_some(), "send_buffer_packets"),
+                    (!f.backup_paths.is_empty(), "backup_paths"),
+                    (!f.prio_changes.is_empty(), "prio_changes"),
+                    (f.reinject.is_some(), "reinject"),
+                    (f.stale_loss_cnt.is_some(), "stale_loss_cnt"),
+                ] {
+                    if set {
+                        return Err(c.err(k(key), "only for kind = \"mptcp\" flows"));
+                    }
                 }
             }
             for (j, p) in f.paths.iter().enumerate() {
@@ -221,7 +314,9 @@ impl Scenario {
                         ),
                     ));
                 }
-                if f.paths[..j].contains(p) {
+                // An mptcp flow may open several subflows over one link (Linux's ndiffports
+                // path manager); a link twice in a tcp flow is a mistake.
+                if f.kind == FlowKind::Tcp && f.paths[..j].contains(p) {
                     return Err(c.err(
                         k(&format!("paths[{j}]")),
                         format!("link {p:?} is listed twice"),
@@ -821,9 +916,14 @@ paths = ["a"]
         fails(
             "kind = \"tcp\"",
             "kind = \"mptcp\"",
-            "flow[0].kind",
-            "not available",
+            "flow[0].cc",
+            "for an mptcp flow; expected one of lia, olia, balia, or uncoupled-<newreno|cubic|bbr>",
         );
+        check(
+            "kind = \"tcp\"\ncc = \"newreno\"",
+            "kind = \"mptcp\"\ncc = \"uncoupled-newreno\"",
+        )
+        .unwrap();
         fails(
             "paths = [\"a\"]",
             "paths = [\"a\"]\nstart_s = 10",

@@ -14,33 +14,43 @@ use railpath_scenario::TcpConfig;
 /// Every kind of flow the world hosts.
 pub(crate) enum Flow {
     Tcp(Box<TcpFlow>),
+    Mptcp(Box<crate::mptcp::connection::MptcpFlow>),
 }
 
 impl Flow {
     pub fn start(&mut self, net: &mut Net) {
         match self {
             Flow::Tcp(f) => f.start(net),
+            Flow::Mptcp(f) => f.start(net),
         }
     }
     pub fn on_packet(&mut self, sub: u16, side: Side, p: &Packet, net: &mut Net) {
         match self {
             Flow::Tcp(f) => f.on_packet(sub, side, p, net),
+            Flow::Mptcp(f) => f.on_packet(sub, side, p, net),
         }
     }
     pub fn on_timer(&mut self, sub: u16, side: u8, net: &mut Net) {
         match self {
             Flow::Tcp(f) => f.on_timer(sub, side, net),
+            Flow::Mptcp(f) => f.on_timer(sub, side, net),
         }
     }
-    pub fn control(&mut self, _idx: u32, _net: &mut Net) {}
+    pub fn control(&mut self, idx: u32, net: &mut Net) {
+        if let Flow::Mptcp(f) = self {
+            f.control(idx, net);
+        }
+    }
     pub fn sample(&mut self, width: Time) {
         match self {
             Flow::Tcp(f) => f.sample(width),
+            Flow::Mptcp(f) => f.sample(width),
         }
     }
     pub fn summarize(&self, end: Time) -> (FlowSummary, Vec<Series>) {
         match self {
             Flow::Tcp(f) => f.summarize(end),
+            Flow::Mptcp(f) => f.summarize(end),
         }
     }
 }
@@ -257,7 +267,7 @@ impl TcpFlow {
             }
             Side::Receiver => {
                 let (bytes, series_bytes) = (&mut self.delivered_bytes, &mut self.series.bin_bytes);
-                let decision = self.receiver.on_data(p, now, &mut |_, len| {
+                let decision = self.receiver.on_data(p, now, &mut |_, len, _| {
                     *bytes += len as u64;
                     *series_bytes += len as u64;
                 });

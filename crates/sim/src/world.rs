@@ -3,9 +3,10 @@
 
 use crate::engine::Event;
 use crate::flow::{Flow, TcpFlow};
+use crate::mptcp::connection::{MptcpFlow, MptcpSetup};
 use crate::net::link::{Limit, LinkDir, Trace};
 use crate::net::{Endpoint, Hop, Net, Side};
-use crate::results::{AvgMax, LinkSummary, RunResults, Series, Summary};
+use crate::results::{AvgMax, Handover, LinkSummary, RunResults, Series, Summary};
 use railpath_core::{Rng, Time};
 use railpath_scenario::{FlowKind, Scenario};
 use std::fmt;
@@ -49,6 +50,10 @@ pub enum StepAction {
     /// Both directions stop delivering until the given time.
     OutageStart(Time),
     OutageEnd,
+    /// Radio model: delay added to both directions (weak signal).
+    ExtraDelay(Time),
+    /// Radio model: loss probability added in the data direction (weak signal).
+    ExtraLoss(f64),
 }
 
 struct LinkRuntime {
@@ -68,6 +73,7 @@ pub(crate) struct World {
     bin: Time,
     nbins: usize,
     bins_done: usize,
+    handovers: Vec<Handover>,
 }
 
 impl World {
@@ -80,6 +86,27 @@ impl World {
         let nbins = end.ns().div_ceil(bin.ns()) as usize;
         let mut net = Net::new();
         let mut links = Vec::with_capacity(s.links.len());
+        // The radio model: one timeline per carrier, for the links that follow a carrier.
+        let timelines = match (&s.train, s.carriers.is_empty()) {
+            (Some(train), false) => {
+                railpath_radio::carrier_timelines(train, &s.carriers, s.run.seed, end)
+                    .map_err(|e| SimError(format!("radio model: {}: {}", e.key, e.message)))?
+            }
+            _ => Vec::new(),
+        };
+        let mut handovers: Vec<Handover> = timelines
+            .iter()
+            .flat_map(|t| t.handovers.iter())
+            .map(|h| Handover {
+                t_s: h.t_s,
+                position_m: h.position_m,
+                carrier: h.carrier.clone(),
+                from_cell: h.from_cell.clone(),
+                to_cell: h.to_cell.clone(),
+                interruption_ms: h.interruption_ms,
+            })
+            .collect();
+        handovers.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
         for (i, l) in s.links.iter().enumerate() {
             let limit = match (l.buffer_packets, l.buffer_bytes) {
                 (_, Some(b)) => Limit::Bytes(b),
@@ -104,10 +131,25 @@ impl World {
                     l.id, l.trace
                 )));
             }
-            let rev_rate = match (l.reverse_rate_mbps, l.rate_mbps) {
-                (Some(r), _) => mbps(r),
-                (None, Some(r)) => mbps(r),
-                (None, None) => 100_000_000,
+            let carrier = l.carrier.as_ref().map(|c| {
+                let ci = s.carriers.iter().position(|x| x.id == *c);
+                (
+                    ci.map(|i| &s.carriers[i]),
+                    timelines.iter().find(|t| t.carrier == *c),
+                )
+            });
+            if let Some((Some(cc), _)) = carrier {
+                // Drop if either the link or its carrier says so (as the emulator does).
+                if cc.outage_mode == Some(railpath_radio::OutageMode::Drop) {
+                    fwd.outage_mode = railpath_scenario::OutageMode::Drop;
+                }
+            }
+            let rev_rate = match (l.reverse_rate_mbps, l.rate_mbps, carrier) {
+                (Some(r), _, _) => mbps(r),
+                (None, Some(r), _) => mbps(r),
+                // A carrier's uplink: its peak rate unless reverse_rate_mbps says otherwise.
+                (None, None, Some((Some(cc), _))) => cc.rate_mbps.map(mbps).unwrap_or(100_000_000),
+                (None, None, _) => 100_000_000,
             };
             let rev_limit = l
                 .reverse_buffer_packets
@@ -121,7 +163,7 @@ impl World {
                 rev_limit,
                 Rng::stream(s.run.seed, &format!("link:{}:rev", l.id)),
             );
-            rev.outage_mode = l.outage_mode;
+            rev.outage_mode = fwd.outage_mode;
             if let Some(t) = &l.reverse_trace_ms {
                 rev.trace = Some(Trace::new(Arc::from(t.as_slice())));
             }
@@ -146,9 +188,58 @@ impl World {
                 steps.push((t, StepAction::OutageStart(until)));
                 steps.push((until, StepAction::OutageEnd));
             }
-            // Stable: equal times keep file order (schedule before outages).
+            if let Some((_, tl)) = carrier {
+                let tl = tl.ok_or_else(|| {
+                    SimError(format!(
+                        "link {:?}: carrier {:?} has no timeline",
+                        l.id, l.carrier
+                    ))
+                })?;
+                let mut open: Option<usize> = None;
+                for st in &tl.steps {
+                    if let Some(r) = st.rate_bps {
+                        steps.push((st.t, StepAction::Rate(r.max(1))));
+                    }
+                    if let Some(d) = st.extra_delay {
+                        steps.push((st.t, StepAction::ExtraDelay(d)));
+                    }
+                    if let Some(p) = st.extra_loss {
+                        steps.push((st.t, StepAction::ExtraLoss(p)));
+                    }
+                    match st.outage {
+                        Some(true) => {
+                            open = Some(steps.len());
+                            steps.push((st.t, StepAction::OutageStart(end)));
+                        }
+                        Some(false) => {
+                            // The start learns its end so held packets are re-armed then.
+                            if let Some(k) = open.take() {
+                                steps[k].1 = StepAction::OutageStart(st.t);
+                            }
+                            steps.push((st.t, StepAction::OutageEnd));
+                        }
+                        None => {}
+                    }
+                }
+            }
+            // Stable: equal times keep insertion order (schedule before outages).
             steps.sort_by_key(|(t, _)| *t);
-            if let Some(&(t, _)) = steps.first() {
+            // Steps at time zero (a carrier's initial rate) apply before anything is sent.
+            let mut first = 0;
+            while first < steps.len() && steps[first].0 == Time::ZERO {
+                apply_step(&mut net, (2 * i) as u32, (2 * i + 1) as u32, steps[first].1);
+                first += 1;
+            }
+            if l.carrier.is_some()
+                && net.dirs[2 * i].rate_bps == 0
+                && net.dirs[2 * i].trace.is_none()
+            {
+                return Err(SimError(format!(
+                    "link {:?}: its carrier gives no rate at time 0",
+                    l.id
+                )));
+            }
+            if let Some(&(t, _)) = steps.get(first) {
                 net.sched.at(t, Event::LinkStep { link: i as u32 });
             }
             links.push(LinkRuntime {
@@ -156,7 +247,7 @@ impl World {
                 fwd: (2 * i) as u32,
                 rev: (2 * i + 1) as u32,
                 steps,
-                next_step: 0,
+                next_step: first,
                 queue_samples: Vec::with_capacity(nbins),
             });
         }
@@ -190,10 +281,56 @@ impl World {
                     flows.push(Flow::Tcp(Box::new(flow)));
                 }
                 FlowKind::Mptcp => {
-                    return Err(SimError(format!(
-                        "flow {:?}: mptcp is not available in this version",
-                        f.id
-                    )));
+                    let mut paths = Vec::with_capacity(f.paths.len());
+                    for (j, p) in f.paths.iter().enumerate() {
+                        let li = s.link_index(p).ok_or_else(|| {
+                            SimError(format!("flow {:?}: unknown link {:?}", f.id, p))
+                        })?;
+                        let data_route = net.add_route(vec![
+                            Hop::Dir(links[li].fwd),
+                            Hop::Sink(Endpoint {
+                                flow: fi as u32,
+                                sub: j as u16,
+                                side: Side::Receiver,
+                            }),
+                        ]);
+                        let ack_route = net.add_route(vec![
+                            Hop::Dir(links[li].rev),
+                            Hop::Sink(Endpoint {
+                                flow: fi as u32,
+                                sub: j as u16,
+                                side: Side::Sender,
+                            }),
+                        ]);
+                        // Subflows over a repeated link are told apart as "a#1", "a#2", ...
+                        let repeats = f.paths.iter().filter(|q| *q == p).count();
+                        let name = if repeats > 1 {
+                            let k = f.paths[..j].iter().filter(|q| *q == p).count();
+                            format!("{p}#{}", k + 1)
+                        } else {
+                            p.clone()
+                        };
+                        paths.push((name, data_route, ack_route));
+                    }
+                    let flow = MptcpFlow::new(MptcpSetup {
+                        idx: fi as u32,
+                        flow: f,
+                        tcp: &tcp,
+                        paths,
+                        seed: s.run.seed,
+                        nbins,
+                    })
+                    .map_err(SimError)?;
+                    for (k, pc) in flow.prio_script.iter().enumerate() {
+                        net.sched.at(
+                            pc.t,
+                            Event::FlowControl {
+                                flow: fi as u32,
+                                idx: k as u32,
+                            },
+                        );
+                    }
+                    flows.push(Flow::Mptcp(Box::new(flow)));
                 }
             }
             net.sched.at(
@@ -212,6 +349,7 @@ impl World {
             bin,
             nbins,
             bins_done: 0,
+            handovers,
         })
     }
 
@@ -271,19 +409,7 @@ impl World {
             }
             l.next_step += 1;
             let (fwd, rev) = (l.fwd, l.rev);
-            match action {
-                StepAction::Rate(r) => self.net.dirs[fwd as usize].rate_bps = r,
-                StepAction::Delay(d) => self.net.dirs[fwd as usize].base_delay = d,
-                StepAction::Loss(p) => self.net.dirs[fwd as usize].loss = p,
-                StepAction::OutageStart(until) => {
-                    self.net.outage_start(fwd, until);
-                    self.net.outage_start(rev, until);
-                }
-                StepAction::OutageEnd => {
-                    self.net.outage_end(fwd);
-                    self.net.outage_end(rev);
-                }
-            }
+            apply_step(&mut self.net, fwd, rev, action);
         }
     }
 
@@ -314,8 +440,32 @@ impl World {
         let end = self.end;
         let mut series = Vec::new();
         let mut flows = Vec::new();
-        for f in &self.flows {
-            let (summary, mut fs) = f.summarize(end);
+        for (fi, f) in self.flows.iter().enumerate() {
+            let (mut summary, mut fs) = f.summarize(end);
+            // Handovers of the carriers this flow's links follow.
+            let carriers: Vec<&str> = s.flows[fi]
+                .paths
+                .iter()
+                .filter_map(|p| {
+                    s.links
+                        .iter()
+                        .find(|l| l.id == *p)
+                        .and_then(|l| l.carrier.as_deref())
+                })
+                .collect();
+            let starts: Vec<f64> = self
+                .handovers
+                .iter()
+                .filter(|h| carriers.contains(&h.carrier.as_str()))
+                .map(|h| h.t_s)
+                .collect();
+            if let Some(g) = fs
+                .iter()
+                .find(|x| x.subflow.is_empty() && x.metric == "goodput_bps")
+            {
+                summary.handover_goodput_bps =
+                    handover_goodput(&g.values, self.bin.secs_f64(), &starts);
+            }
             flows.push(summary);
             series.append(&mut fs);
         }
@@ -365,7 +515,7 @@ impl World {
                 events: self.net.sched.processed(),
                 flows,
                 links,
-                handovers: Vec::new(),
+                handovers: self.handovers.clone(),
             },
             bin_s: self.bin.secs_f64(),
             series,
@@ -373,6 +523,79 @@ impl World {
     }
 }
 
+/// Apply one link step to the link's two directions.
+fn apply_step(net: &mut Net, fwd: u32, rev: u32, action: StepAction) {
+    match action {
+        StepAction::Rate(r) => net.dirs[fwd as usize].rate_bps = r,
+        StepAction::Delay(d) => net.dirs[fwd as usize].base_delay = d,
+        StepAction::Loss(p) => net.dirs[fwd as usize].loss = p,
+        StepAction::ExtraDelay(d) => {
+            net.dirs[fwd as usize].extra_delay = d;
+            net.dirs[rev as usize].extra_delay = d;
+        }
+        StepAction::ExtraLoss(p) => net.dirs[fwd as usize].extra_loss = p,
+        StepAction::OutageStart(until) => {
+            net.outage_start(fwd, until);
+            net.outage_start(rev, until);
+        }
+        StepAction::OutageEnd => {
+            net.outage_end(fwd);
+            net.outage_end(rev);
+        }
+    }
+}
+
+/// Mean goodput over 1 s windows centred on each handover start: each window is averaged from
+/// the per-bin goodput, weighting bins by their overlap with it (results.md
+/// `handover_goodput_bps`).
+fn handover_goodput(goodput: &[f64], bin_s: f64, starts: &[f64]) -> Option<f64> {
+    if starts.is_empty() || goodput.is_empty() {
+        return None;
+    }
+    let mut total = 0.0;
+    for &t in starts {
+        let (lo, hi) = (
+            (t - 0.5).max(0.0),
+            (t + 0.5).min(goodput.len() as f64 * bin_s),
+        );
+        let (mut acc, mut width) = (0.0, 0.0);
+        let first = (lo / bin_s).floor() as usize;
+        for (k, &g) in goodput.iter().enumerate().skip(first) {
+            let (b0, b1) = (k as f64 * bin_s, (k + 1) as f64 * bin_s);
+            if b0 >= hi {
+                break;
+            }
+            let w = b1.min(hi) - b0.max(lo);
+            if w > 0.0 {
+                acc += g * w;
+                width += w;
+            }
+        }
+        if width > 0.0 {
+            total += acc / width;
+        }
+    }
+    Some(total / starts.len() as f64)
+}
+
 fn mbps(r: f64) -> u64 {
     (r * 1e6).round() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::handover_goodput;
+
+    #[test]
+    fn handover_window_weights_partial_bins() {
+        // 100 ms bins of 1, 2, 3, ... Mbit/s; a handover at 1.05 s: window [0.55, 1.55) covers
+        // half of bin 5 (6), bins 6..=14 (7..=15) and half of bin 15 (16):
+        // (0.05*6 + 0.1*(7+...+15) + 0.05*16) / 1.0 = 0.3 + 9.9 + 0.8 = 11.0.
+        let g: Vec<f64> = (1..=30).map(|x| x as f64).collect();
+        let v = handover_goodput(&g, 0.1, &[1.05]).unwrap();
+        assert!((v - 11.0).abs() < 1e-9, "{v}");
+        // Near the start the window is cut at 0: [0, 0.5) = bins 0..=4 -> mean 3.
+        assert!((handover_goodput(&g, 0.1, &[0.0]).unwrap() - 3.0).abs() < 1e-9);
+        assert_eq!(handover_goodput(&g, 0.1, &[]), None);
+    }
 }

@@ -3,4 +3,5 @@
 //! congestion control.
 
 pub mod cc;
+pub(crate) mod connection;
 pub mod sched;

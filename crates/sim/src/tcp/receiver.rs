@@ -9,8 +9,9 @@
 //!   every second full segment or after the delayed-ACK timeout (40 ms, Linux's minimum ATO); an
 //!   immediate ACK for out-of-order data, for data that fills a hole, and for duplicates. Linux's
 //!   quick-ACK mode at connection start is not modelled.
-//! - Receive window: the configured buffer less the bytes held out of order (the application
-//!   reads in-order data at once).
+//! - Receive window: the configured buffer, relative to rcv_nxt; data held out of order lies
+//!   inside it (the application reads in-order data at once, and Linux never moves the right
+//!   edge of an offered window left), so held data never exceeds the buffer.
 //!
 //! The receiver hands every in-order segment to its owner with its data-level sequence number, so
 //! an MPTCP connection can reassemble at the data level; the owner builds and may rewrite each
@@ -43,9 +44,10 @@ pub struct TcpReceiver {
     pub cfg: ReceiverConfig,
     /// Next expected segment.
     rcv_nxt: u64,
-    /// Out-of-order segments: slot i holds segment rcv_nxt + i (dsn, len) if received.
-    ooo: VecDeque<Option<(u64, u32)>>,
+    /// Out-of-order segments: slot i holds segment rcv_nxt + i (dsn, len, arrival time).
+    ooo: VecDeque<Option<(u64, u32, Time)>>,
     ooo_bytes: u64,
+    ooo_segs: usize,
     /// SACK blocks, most recent first.
     blocks: [(u64, u64); MAX_SACK_BLOCKS],
     nblocks: usize,
@@ -67,6 +69,7 @@ impl TcpReceiver {
             rcv_nxt: 0,
             ooo: VecDeque::with_capacity(256),
             ooo_bytes: 0,
+            ooo_segs: 0,
             blocks: [(0, 0); MAX_SACK_BLOCKS],
             nblocks: 0,
             ts_recent: Time::ZERO,
@@ -91,13 +94,18 @@ impl TcpReceiver {
         self.delack_deadline
     }
 
-    /// Accept a data segment; `deliver(dsn, len)` is called for every segment that becomes
-    /// in-order, in order.
+    /// Segments held out of order.
+    pub fn ooo_segments(&self) -> usize {
+        self.ooo_segs
+    }
+
+    /// Accept a data segment; `deliver(dsn, len, arrival)` is called for every segment that
+    /// becomes in-order, in order, with the time it arrived.
     pub fn on_data(
         &mut self,
         p: &Packet,
         now: Time,
-        deliver: &mut impl FnMut(u64, u32),
+        deliver: &mut impl FnMut(u64, u32, Time),
     ) -> AckDecision {
         self.segments_received += 1;
         let seq = p.seq as u64;
@@ -111,15 +119,16 @@ impl TcpReceiver {
             if self.unacked == 0 {
                 self.ts_recent = p.ts;
             }
-            deliver(p.dsn, p.len as u32);
+            deliver(p.dsn, p.len as u32, now);
             self.rcv_nxt += 1;
             if !self.ooo.is_empty() {
                 self.ooo.pop_front();
             }
-            while let Some(Some((dsn, len))) = self.ooo.front().copied() {
+            while let Some(Some((dsn, len, arrived))) = self.ooo.front().copied() {
                 self.ooo.pop_front();
                 self.ooo_bytes -= len as u64;
-                deliver(dsn, len);
+                self.ooo_segs -= 1;
+                deliver(dsn, len, arrived);
                 self.rcv_nxt += 1;
             }
             self.prune_blocks();
@@ -142,8 +151,9 @@ impl TcpReceiver {
         if self.ooo[off].is_some() {
             self.duplicates += 1;
         } else {
-            self.ooo[off] = Some((p.dsn, p.len as u32));
+            self.ooo[off] = Some((p.dsn, p.len as u32, now));
             self.ooo_bytes += p.len as u64;
+            self.ooo_segs += 1;
         }
         if self.cfg.sack {
             self.report_block(seq);
@@ -230,9 +240,9 @@ impl TcpReceiver {
         self.nblocks = n;
     }
 
-    /// Advertised receive window in bytes.
+    /// Advertised receive window in bytes (relative to rcv_nxt; see the module notes).
     pub fn rwnd(&self) -> u64 {
-        self.cfg.rwnd_bytes.saturating_sub(self.ooo_bytes)
+        self.cfg.rwnd_bytes
     }
 
     /// Build a pure ACK on `route` (the owner may still rewrite window and data ACK).
@@ -287,15 +297,15 @@ mod tests {
     fn delayed_ack_every_second_segment_echoing_the_first() {
         let mut r = rx(true);
         let mut got = Vec::new();
-        let d = r.on_data(&seg(0, 1), Time::from_ms(10), &mut |s, _| got.push(s));
+        let d = r.on_data(&seg(0, 1), Time::from_ms(10), &mut |s, _, _| got.push(s));
         assert_eq!(d, AckDecision::Delayed(Time::from_ms(50)));
-        let d = r.on_data(&seg(1, 2), Time::from_ms(11), &mut |s, _| got.push(s));
+        let d = r.on_data(&seg(1, 2), Time::from_ms(11), &mut |s, _, _| got.push(s));
         assert_eq!(d, AckDecision::Now);
         let a = r.build_ack(0);
         assert_eq!((a.ack, a.ts_ecr), (2, Time::from_ms(1)));
         assert_eq!(got, vec![0, 1]);
         // A lone segment is acked by the timer.
-        r.on_data(&seg(2, 3), Time::from_ms(20), &mut |_, _| {});
+        r.on_data(&seg(2, 3), Time::from_ms(20), &mut |_, _, _| {});
         assert!(!r.on_timer(Time::from_ms(59)));
         assert!(r.on_timer(Time::from_ms(60)));
     }
@@ -304,11 +314,11 @@ mod tests {
     fn sack_blocks_most_recent_first() {
         let mut r = rx(true);
         let mut got = Vec::new();
-        r.on_data(&seg(0, 0), Time::ZERO, &mut |s, _| got.push(s));
+        r.on_data(&seg(0, 0), Time::ZERO, &mut |s, _, _| got.push(s));
         // Segments 2, 3 arrive (1 lost), then 6, then 4.
         for s in [2, 3, 6, 4] {
             assert_eq!(
-                r.on_data(&seg(s, 0), Time::ZERO, &mut |s, _| got.push(s)),
+                r.on_data(&seg(s, 0), Time::ZERO, &mut |s, _, _| got.push(s)),
                 AckDecision::Now
             );
         }
@@ -316,9 +326,10 @@ mod tests {
         assert_eq!(a.ack, 1);
         assert_eq!(a.sack_blocks(), &[(2, 5), (6, 7)]);
         assert_eq!(a.size, 52 + 4 + 16);
-        assert_eq!(r.rwnd(), 100_000 - 4000);
+        assert_eq!(r.rwnd(), 100_000);
+        assert_eq!((r.ooo_bytes(), r.ooo_segments()), (4000, 4));
         // The retransmission of 1 fills the hole: 1..5 delivered, block (6,7) remains.
-        r.on_data(&seg(1, 9), Time::ZERO, &mut |s, _| got.push(s));
+        r.on_data(&seg(1, 9), Time::ZERO, &mut |s, _, _| got.push(s));
         let a = r.build_ack(0);
         assert_eq!(a.ack, 5);
         assert_eq!(
@@ -334,7 +345,7 @@ mod tests {
     fn at_most_three_blocks() {
         let mut r = rx(false);
         for s in [2, 4, 6, 8] {
-            r.on_data(&seg(s, 0), Time::ZERO, &mut |_, _| {});
+            r.on_data(&seg(s, 0), Time::ZERO, &mut |_, _, _| {});
         }
         let a = r.build_ack(0);
         assert_eq!(a.sack_blocks(), &[(8, 9), (6, 7), (4, 5)]);
@@ -343,9 +354,9 @@ mod tests {
     #[test]
     fn duplicate_gets_immediate_ack() {
         let mut r = rx(true);
-        r.on_data(&seg(0, 0), Time::ZERO, &mut |_, _| {});
+        r.on_data(&seg(0, 0), Time::ZERO, &mut |_, _, _| {});
         assert_eq!(
-            r.on_data(&seg(0, 0), Time::ZERO, &mut |_, _| {}),
+            r.on_data(&seg(0, 0), Time::ZERO, &mut |_, _, _| {}),
             AckDecision::Now
         );
         assert_eq!(r.duplicates, 1);

@@ -39,7 +39,11 @@ mod tests {
     use super::*;
 
     fn ack(acked: u32) -> AckInfo {
-        AckInfo { acked, cwnd_limited: true, ..Default::default() }
+        AckInfo {
+            acked,
+            cwnd_limited: true,
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -68,7 +72,11 @@ mod tests {
     fn no_growth_when_not_cwnd_limited() {
         let mut cc = NewReno;
         let mut w = Window::new(10, 1448);
-        let a = AckInfo { acked: 5, cwnd_limited: false, ..Default::default() };
+        let a = AckInfo {
+            acked: 5,
+            cwnd_limited: false,
+            ..Default::default()
+        };
         cc.cong_avoid(&mut w, &a, &Coupling::NONE);
         assert_eq!(w.cwnd, 10);
     }

@@ -1,0 +1,852 @@
+//! An MPTCP connection (RFC 8684 semantics) over several subflows.
+//!
+//! Each subflow is a real TCP sender/receiver pair from `crate::tcp` with its own cwnd, RTT and
+//! loss recovery. Above them:
+//! - Data sequence numbers (DSN, in segments) and a data-level cumulative ACK carried on every
+//!   subflow ACK (RFC 8684 3.3.2); the data receiver delivers in DSN order to the application and
+//!   holds out-of-order data in a shared, bounded receive buffer. The window it advertises is
+//!   that buffer, relative to the data ACK, so the sender never has more than one buffer of data
+//!   beyond the oldest undelivered segment: head-of-line blocking emerges when a slow subflow
+//!   holds the data ACK back.
+//! - The connection-level send buffer keeps data until it is data-ACKed.
+//! - A scheduler (`super::sched`) chooses the subflow for each segment; backups only when no
+//!   regular subflow is usable (RFC 8684 3.3.8).
+//! - Reinjection: at a subflow's retransmission timeout its unacknowledged data is queued for
+//!   other subflows and the subflow is "potentially failed" until it makes progress
+//!   (multipath-tcp.org `mptcp_sub_timeout()`/`tp->pf`), or, with `reinject = "stale"`, only after
+//!   `stale_loss_cnt` timeouts without progress (upstream Linux net/mptcp/pm.c
+//!   `mptcp_pm_subflows_chk_stale()`, `net.mptcp.stale_loss_cnt`).
+//! - MP_PRIO (RFC 8684 3.3.8): the data sender's own change applies at once; the data receiver's
+//!   travels as an option on a pure ACK of that subflow and applies when it reaches the sender.
+//!
+//! Not modelled: option bytes beyond a fixed header, the MP_CAPABLE/MP_JOIN handshakes (subflows
+//! exist from the start), middleboxes, DSS checksums, data FIN, ADD_ADDR/REMOVE_ADDR.
+
+use super::sched::{self, ConnInfo, Decision, Feedback, Scheduler, SubflowInfo};
+use crate::flow::{arm, take_wake, App};
+use crate::net::packet::{flags, Kind, Packet};
+use crate::net::{Net, Side};
+use crate::results::{AvgMax, BufferStats, FlowSummary, Series, SubflowSummary};
+use crate::tcp::cc::{self, Coupling, SubflowView, Window};
+use crate::tcp::receiver::{AckDecision, ReceiverConfig, TcpReceiver};
+use crate::tcp::sender::{Room, SenderConfig, TcpSender};
+use railpath_core::{Rng, Time};
+use railpath_scenario::{PrioBy, Reinject, TcpConfig};
+use std::collections::VecDeque;
+
+/// Bytes of an MP_PRIO option (RFC 8684 3.3.8, with the address ID).
+const MP_PRIO_BYTES: u16 = 4;
+
+pub(crate) struct Subflow {
+    /// Subflow id: the link id, with "#k" when the flow has several subflows on that link.
+    pub link_id: String,
+    /// The link it runs over.
+    pub link_name: String,
+    pub sender: TcpSender,
+    pub receiver: TcpReceiver,
+    pub ack_route: u32,
+    /// Backup as the data sender sees it (what scheduling obeys).
+    pub backup: bool,
+    /// Potentially failed / stale: not offered to the scheduler until it makes progress.
+    pub failed: bool,
+    rto_seen: u64,
+    retrans_seen: u64,
+    rtos_without_progress: u32,
+    pace_wait: Option<Time>,
+    /// Redundant scheduling: the next DSN this subflow has not carried yet.
+    red_next: u64,
+    /// Payload bytes this subflow delivered in order to the data level.
+    pub delivered_bytes: u64,
+    bin_bytes: u64,
+    goodput: Vec<f64>,
+    cwnd: Vec<f64>,
+    srtt: Vec<f64>,
+}
+
+/// A scripted MP_PRIO change.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PrioScript {
+    pub t: Time,
+    pub sub: usize,
+    pub backup: bool,
+    pub by: PrioBy,
+}
+
+/// Static settings of a connection.
+pub(crate) struct MptcpSetup<'a> {
+    pub idx: u32,
+    pub flow: &'a railpath_scenario::Flow,
+    pub tcp: &'a TcpConfig,
+    /// (subflow id, data route, ack route) per subflow.
+    pub paths: Vec<(String, u32, u32)>,
+    pub seed: u64,
+    pub nbins: usize,
+}
+
+pub(crate) struct MptcpFlow {
+    pub idx: u32,
+    pub id: String,
+    cc_name: String,
+    sched_name: String,
+    pub start: Time,
+    pub app: App,
+    mss: u32,
+    pub subflows: Vec<Subflow>,
+    scheduler: Box<dyn Scheduler>,
+    reinject_rule: Reinject,
+    stale_loss_cnt: u32,
+    // data-level sender
+    data_una: u64,
+    /// Right edge of the peer's data-level window (first DSN it cannot take).
+    peer_right_edge: u64,
+    send_buffer_limit: Option<u64>,
+    /// DSNs queued for reinjection with the subflow they came from.
+    reinject_q: VecDeque<(u64, u16)>,
+    /// Reinjected flag per DSN in [data_una, app.next).
+    reinjected: VecDeque<bool>,
+    reinjections: u64,
+    // data-level receiver
+    rcv_nxt: u64,
+    /// Out-of-order data: slot i holds DSN rcv_nxt + i (len, arrival).
+    ooo: VecDeque<Option<(u32, Time)>>,
+    ooo_count: u64,
+    rcv_buf_segs: u64,
+    pub delivered_bytes: u64,
+    pub completed_at: Option<Time>,
+    reorder_sum: Time,
+    reorder_max: Time,
+    reorder_count: u64,
+    // scripted control
+    pub prio_script: Vec<PrioScript>,
+    // statistics
+    bin_bytes: u64,
+    goodput: Vec<f64>,
+    rcv_buf_samples: Vec<f64>,
+    snd_buf_samples: Vec<f64>,
+    rcv_buf_max: u64,
+    snd_buf_max: u64,
+    // scratch, reused so the hot path does not allocate
+    views: Vec<SubflowView>,
+    infos: Vec<SubflowInfo>,
+    rx_scratch: Vec<(u64, u32, Time)>,
+}
+
+impl MptcpFlow {
+    pub fn new(setup: MptcpSetup) -> Result<MptcpFlow, String> {
+        let f = setup.flow;
+        let tcp = setup.tcp;
+        let mut subflows = Vec::with_capacity(setup.paths.len());
+        for (j, (link_id, data_route, ack_route)) in setup.paths.iter().enumerate() {
+            let scfg = SenderConfig::from_tcp(tcp);
+            let w = Window::new(scfg.initial_window, scfg.mss);
+            let cc = match f.cc.strip_prefix("uncoupled-") {
+                Some(single) => cc::by_name_with(
+                    single,
+                    &w,
+                    cc::CcParams {
+                        hystart: tcp.hystart,
+                        header_bytes: tcp.header_bytes,
+                        rng: Rng::stream(setup.seed, &format!("cc/{}/{j}", f.id)),
+                    },
+                ),
+                None => super::cc::coupled_by_name(&f.cc),
+            }
+            .ok_or_else(|| format!("flow {:?}: unknown congestion control {:?}", f.id, f.cc))?;
+            let mut sender = TcpSender::new(scfg, cc, *data_route, tcp.receive_window_bytes);
+            sender.use_rwnd = false;
+            let receiver = TcpReceiver::new(ReceiverConfig {
+                mss: tcp.mss_bytes,
+                sack: tcp.sack,
+                delayed_ack: tcp.delayed_ack,
+                delack_timeout: Time::from_ms_f64(tcp.delack_timeout_ms),
+                rwnd_bytes: tcp.receive_window_bytes,
+                ack_bytes: tcp.ack_bytes,
+            });
+            subflows.push(Subflow {
+                link_id: link_id.clone(),
+                link_name: f.paths[j].clone(),
+                sender,
+                receiver,
+                ack_route: *ack_route,
+                backup: f.backup_paths.contains(&f.paths[j]),
+                failed: false,
+                rto_seen: 0,
+                retrans_seen: 0,
+                rtos_without_progress: 0,
+                pace_wait: None,
+                red_next: 0,
+                delivered_bytes: 0,
+                bin_bytes: 0,
+                goodput: Vec::with_capacity(setup.nbins),
+                cwnd: Vec::with_capacity(setup.nbins),
+                srtt: Vec::with_capacity(setup.nbins),
+            });
+        }
+        let sched_name = f.scheduler.clone().unwrap_or_else(|| "minrtt".to_string());
+        let scheduler = sched::by_name(
+            &sched_name,
+            Rng::stream(setup.seed, &format!("sched/{}", f.id)),
+        )
+        .ok_or_else(|| format!("flow {:?}: unknown scheduler {sched_name:?}", f.id))?;
+        let mss = tcp.mss_bytes;
+        let rcv_buf_segs = f
+            .receive_buffer_packets
+            .map(u64::from)
+            .unwrap_or((tcp.receive_window_bytes / mss as u64).max(2));
+        // A change names a link: it applies to every subflow over that link.
+        let mut prio_script = Vec::new();
+        for pc in &f.prio_changes {
+            let mut any = false;
+            for (sub, _) in f.paths.iter().enumerate().filter(|(_, p)| **p == pc.path) {
+                any = true;
+                prio_script.push(PrioScript {
+                    t: Time::from_secs_f64(pc.t_s),
+                    sub,
+                    backup: pc.backup,
+                    by: pc.by,
+                });
+            }
+            if !any {
+                return Err(format!(
+                    "flow {:?}: prio change on unknown path {:?}",
+                    f.id, pc.path
+                ));
+            }
+        }
+        let n = subflows.len();
+        Ok(MptcpFlow {
+            idx: setup.idx,
+            id: f.id.clone(),
+            cc_name: f.cc.clone(),
+            sched_name,
+            start: Time::from_secs_f64(f.start_s),
+            app: App::new(f.bytes, mss),
+            mss,
+            subflows,
+            scheduler,
+            reinject_rule: f.reinject.unwrap_or_default(),
+            stale_loss_cnt: f.stale_loss_cnt.unwrap_or(4),
+            data_una: 0,
+            peer_right_edge: rcv_buf_segs,
+            send_buffer_limit: f.send_buffer_packets.map(u64::from),
+            reinject_q: VecDeque::new(),
+            reinjected: VecDeque::with_capacity(1024),
+            reinjections: 0,
+            rcv_nxt: 0,
+            ooo: VecDeque::with_capacity(1024),
+            ooo_count: 0,
+            rcv_buf_segs,
+            delivered_bytes: 0,
+            completed_at: None,
+            reorder_sum: Time::ZERO,
+            reorder_max: Time::ZERO,
+            reorder_count: 0,
+            prio_script,
+            bin_bytes: 0,
+            goodput: Vec::with_capacity(setup.nbins),
+            rcv_buf_samples: Vec::with_capacity(setup.nbins),
+            snd_buf_samples: Vec::with_capacity(setup.nbins),
+            rcv_buf_max: 0,
+            snd_buf_max: 0,
+            views: Vec::with_capacity(n),
+            infos: Vec::with_capacity(n),
+            rx_scratch: Vec::with_capacity(64),
+        })
+    }
+
+    pub fn start(&mut self, net: &mut Net) {
+        self.push(net);
+    }
+
+    /// Segments held at the receiver waiting for earlier data (data and subflow level).
+    fn rcv_held(&self) -> u64 {
+        self.ooo_count
+            + self
+                .subflows
+                .iter()
+                .map(|s| s.receiver.ooo_segments() as u64)
+                .sum::<u64>()
+    }
+
+    fn send_buffered(&self) -> u64 {
+        self.app.next - self.data_una
+    }
+
+    fn conn_info(&self, now: Time) -> ConnInfo {
+        let queued = match self.app.total_segs {
+            None => u64::MAX,
+            Some(n) => n - self.app.next,
+        }
+        .saturating_add(self.reinject_q.len() as u64);
+        ConnInfo {
+            now,
+            queued_segments: queued,
+            rcv_wnd_free: self.peer_right_edge.saturating_sub(self.app.next) * self.mss as u64,
+            rcv_wnd: self.rcv_buf_segs * self.mss as u64,
+            data_in_flight: self.send_buffered() * self.mss as u64,
+            mss: self.mss,
+        }
+    }
+
+    /// Rebuild the scheduler's snapshot; `exclude` is a subflow that must not take this segment.
+    fn snapshot(&mut self, now: Time, exclude: Option<usize>) {
+        self.infos.clear();
+        for (i, sf) in self.subflows.iter_mut().enumerate() {
+            let room = sf.sender.room(now);
+            if let Room::PacedUntil(t) = room {
+                sf.pace_wait = Some(t);
+            }
+            let s = &sf.sender;
+            let mss = s.cfg.mss;
+            let pacing =
+                s.cc.pacing_rate_bps().unwrap_or(0) * mss as u64 / (mss + s.cfg.header) as u64;
+            self.infos.push(SubflowInfo {
+                id: i,
+                srtt: s.srtt(),
+                rttvar: s.rttvar(),
+                min_rtt: s.min_rtt(),
+                cwnd: s.cwnd(),
+                in_flight: s.in_flight(),
+                mss,
+                backup: sf.backup,
+                usable: !sf.failed && Some(i) != exclude,
+                has_space: room == Room::Yes,
+                pacing_rate_bps: pacing,
+                queued_bytes: s.in_flight() as u64 * mss as u64,
+                retransmissions: s.stats.retransmitted_packets,
+                rto_count: s.stats.rto_count,
+            });
+        }
+    }
+
+    /// Next segment to schedule: a reinjection first, then new data within the windows.
+    fn next_segment(&mut self) -> Option<(u64, u32, Option<usize>)> {
+        while let Some(&(dsn, from)) = self.reinject_q.front() {
+            if dsn < self.data_una {
+                self.reinject_q.pop_front();
+                continue;
+            }
+            return Some((dsn, self.app.len_of(dsn), Some(from as usize)));
+        }
+        if !self.app.has_data() || self.app.next >= self.peer_right_edge {
+            return None;
+        }
+        if self
+            .send_buffer_limit
+            .is_some_and(|l| self.send_buffered() >= l)
+        {
+            return None;
+        }
+        Some((self.app.next, self.app.len_of(self.app.next), None))
+    }
+
+    fn push(&mut self, net: &mut Net) {
+        let now = net.now();
+        for sf in &mut self.subflows {
+            sf.pace_wait = None;
+            let r = sf.sender.retransmit_lost(now, &mut |p| {
+                net.send(p);
+            });
+            if let Room::PacedUntil(t) = r {
+                sf.pace_wait = Some(t);
+            }
+        }
+        if self.scheduler.redundant() {
+            self.push_redundant(now, net);
+        } else {
+            self.push_scheduled(now, net);
+        }
+        if !self.app.has_data() || self.app.next >= self.peer_right_edge {
+            for sf in &mut self.subflows {
+                sf.sender.mark_app_limited();
+            }
+        }
+        for j in 0..self.subflows.len() {
+            self.arm_sender(j, net);
+        }
+    }
+
+    /// mptcp_redundant.c: every segment goes on every usable subflow; each subflow walks the
+    /// data stream at its own pace (a subflow short of window catches up later), skipping what
+    /// the peer has already data-ACKed.
+    fn push_redundant(&mut self, now: Time, net: &mut Net) {
+        let any_regular = self.subflows.iter().any(|s| !s.backup && !s.failed);
+        for j in 0..self.subflows.len() {
+            loop {
+                let sf = &self.subflows[j];
+                if sf.failed || (sf.backup && any_regular) {
+                    break;
+                }
+                let dsn = sf.red_next.max(self.data_una);
+                if dsn >= self.peer_right_edge {
+                    break;
+                }
+                let full = self
+                    .send_buffer_limit
+                    .is_some_and(|l| self.send_buffered() >= l);
+                if dsn >= self.app.next && (!self.app.has_data() || full) {
+                    break;
+                }
+                let sf = &mut self.subflows[j];
+                match sf.sender.room(now) {
+                    Room::Yes => {}
+                    Room::PacedUntil(t) => {
+                        sf.pace_wait = Some(t);
+                        break;
+                    }
+                    Room::No => break,
+                }
+                let len = self.app.len_of(dsn);
+                sf.sender.send_new(dsn, len, now, &mut |p| {
+                    net.send(p);
+                });
+                sf.red_next = dsn + 1;
+                if dsn == self.app.next {
+                    self.app.take();
+                    self.reinjected.push_back(false);
+                }
+            }
+        }
+    }
+
+    /// Ask the scheduler for each segment in turn.
+    fn push_scheduled(&mut self, now: Time, net: &mut Net) {
+        while let Some((dsn, len, from)) = self.next_segment() {
+            self.snapshot(now, from);
+            if !self.infos.iter().any(|i| i.usable) {
+                break;
+            }
+            let conn = self.conn_info(now);
+            let Decision::Send(i) = self.scheduler.pick(&self.infos, &conn) else {
+                break;
+            };
+            if !self.infos.get(i).is_some_and(|x| x.usable && x.has_space) {
+                break;
+            }
+            self.subflows[i].sender.send_new(dsn, len, now, &mut |p| {
+                net.send(p);
+            });
+            if from.is_some() {
+                self.reinject_q.pop_front();
+                self.reinjections += 1;
+            } else {
+                self.app.take();
+                self.reinjected.push_back(false);
+            }
+        }
+    }
+
+    fn arm_sender(&mut self, j: usize, net: &mut Net) {
+        let sf = &mut self.subflows[j];
+        let d = match (sf.sender.xmit_deadline(), sf.pace_wait) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        arm(
+            net,
+            &mut sf.sender.armed,
+            d,
+            self.idx,
+            j as u16,
+            Side::Sender,
+        );
+    }
+
+    pub fn on_packet(&mut self, sub: u16, side: Side, p: &Packet, net: &mut Net) {
+        let now = net.now();
+        let j = sub as usize;
+        match side {
+            Side::Sender => {
+                debug_assert_eq!(p.kind, Kind::Ack);
+                if p.flags & flags::MP_PRIO != 0 {
+                    // The peer's MP_PRIO: the option names the subflow it refers to.
+                    if let Some(sf) = self.subflows.get_mut(p.dsn as usize) {
+                        sf.backup = p.flags & flags::BACKUP != 0;
+                    }
+                    self.push(net);
+                    return;
+                }
+                self.fill_views();
+                let me = j;
+                let out = {
+                    let coupling = Coupling {
+                        subflows: &self.views,
+                        me,
+                    };
+                    self.subflows[j].sender.on_ack(p, now, &coupling)
+                };
+                let sf = &mut self.subflows[j];
+                if out.advanced {
+                    sf.failed = false;
+                    sf.rtos_without_progress = 0;
+                }
+                // Data-level ACK and window (ACKs on different subflows may be reordered).
+                if p.data_ack > self.data_una {
+                    let adv = p.data_ack - self.data_una;
+                    for _ in 0..adv.min(self.reinjected.len() as u64) {
+                        self.reinjected.pop_front();
+                    }
+                    self.data_una = p.data_ack;
+                    self.snapshot(now, None);
+                    let conn = self.conn_info(now);
+                    self.scheduler.feedback(
+                        &Feedback::DataAck { segments: adv },
+                        &self.infos,
+                        &conn,
+                    );
+                }
+                let edge = p.data_ack + p.rwnd as u64 / self.mss as u64;
+                self.peer_right_edge = self.peer_right_edge.max(edge);
+                if out.newly_acked > 0 {
+                    self.snapshot(now, None);
+                    let conn = self.conn_info(now);
+                    let rtt = Some(self.subflows[j].sender.srtt()).filter(|t| *t > Time::ZERO);
+                    let fb = Feedback::Ack {
+                        id: j,
+                        acked_segments: out.newly_acked,
+                        rtt,
+                    };
+                    self.scheduler.feedback(&fb, &self.infos, &conn);
+                }
+                self.note_retransmissions(j, now);
+                self.push(net);
+            }
+            Side::Receiver => {
+                // Segments the subflow releases in order, collected in a reused buffer.
+                let mut got = std::mem::take(&mut self.rx_scratch);
+                let decision =
+                    self.subflows[j]
+                        .receiver
+                        .on_data(p, now, &mut |dsn, len, arrived| {
+                            got.push((dsn, len, arrived))
+                        });
+                for &(dsn, len, arrived) in &got {
+                    self.subflows[j].delivered_bytes += len as u64;
+                    self.subflows[j].bin_bytes += len as u64;
+                    self.data_arrival(dsn, len, arrived, now);
+                }
+                got.clear();
+                self.rx_scratch = got;
+                match decision {
+                    AckDecision::Now => self.send_ack(j, net),
+                    AckDecision::Delayed(t) => {
+                        let sf = &mut self.subflows[j];
+                        arm(
+                            net,
+                            &mut sf.receiver.armed,
+                            Some(t),
+                            self.idx,
+                            sub,
+                            Side::Receiver,
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Count a subflow's new retransmission timeouts: reinject and mark it failed per the rule.
+    fn note_retransmissions(&mut self, j: usize, now: Time) {
+        let sf = &mut self.subflows[j];
+        let rtos = sf.sender.stats.rto_count;
+        let retrans = sf.sender.stats.retransmitted_packets;
+        let new_rtos = rtos - sf.rto_seen;
+        let new_retrans = retrans - sf.retrans_seen;
+        sf.rto_seen = rtos;
+        sf.retrans_seen = retrans;
+        if new_retrans > 0 {
+            self.snapshot(now, None);
+            let conn = self.conn_info(now);
+            self.scheduler
+                .feedback(&Feedback::Retransmit { id: j }, &self.infos, &conn);
+        }
+        if new_rtos == 0 {
+            return;
+        }
+        let sf = &mut self.subflows[j];
+        sf.rtos_without_progress += new_rtos as u32;
+        let trigger = match self.reinject_rule {
+            Reinject::Rto => true,
+            Reinject::Stale => sf.rtos_without_progress >= self.stale_loss_cnt,
+        };
+        if !trigger || self.subflows.len() < 2 {
+            return;
+        }
+        self.subflows[j].failed = true;
+        // Queue this subflow's unacknowledged data (not yet data-ACKed, not yet reinjected).
+        let data_una = self.data_una;
+        let mut dsns: Vec<u64> = Vec::new();
+        for (dsn, _len, sacked) in self.subflows[j].sender.outstanding() {
+            if !sacked && dsn >= data_una {
+                dsns.push(dsn);
+            }
+        }
+        for dsn in dsns {
+            let k = (dsn - data_una) as usize;
+            if k < self.reinjected.len() && !self.reinjected[k] {
+                self.reinjected[k] = true;
+                self.reinject_q.push_back((dsn, j as u16));
+            }
+        }
+    }
+
+    /// A segment became in-order at subflow level: data-level reassembly.
+    fn data_arrival(&mut self, dsn: u64, len: u32, arrived: Time, now: Time) {
+        if dsn < self.rcv_nxt {
+            return; // a copy (reinjection or redundant scheduling)
+        }
+        if dsn == self.rcv_nxt {
+            self.deliver(len, arrived, now);
+            if !self.ooo.is_empty() {
+                self.ooo.pop_front();
+            }
+            while let Some(Some((l, a))) = self.ooo.front().copied() {
+                self.ooo.pop_front();
+                self.ooo_count -= 1;
+                self.deliver(l, a, now);
+            }
+        } else {
+            let off = (dsn - self.rcv_nxt) as usize;
+            if self.ooo.len() <= off {
+                self.ooo.resize(off + 1, None);
+            }
+            if self.ooo[off].is_none() {
+                self.ooo[off] = Some((len, arrived));
+                self.ooo_count += 1;
+            }
+        }
+        let held = self.rcv_held();
+        self.rcv_buf_max = self.rcv_buf_max.max(held);
+        if self.completed_at.is_none()
+            && self.app.total_bytes > 0
+            && self.delivered_bytes >= self.app.total_bytes
+        {
+            self.completed_at = Some(now);
+        }
+    }
+
+    fn deliver(&mut self, len: u32, arrived: Time, now: Time) {
+        self.rcv_nxt += 1;
+        self.delivered_bytes += len as u64;
+        self.bin_bytes += len as u64;
+        let d = now - arrived;
+        self.reorder_sum += d;
+        self.reorder_max = self.reorder_max.max(d);
+        self.reorder_count += 1;
+    }
+
+    fn send_ack(&mut self, j: usize, net: &mut Net) {
+        let sf = &self.subflows[j];
+        let mut ack = sf.receiver.build_ack(sf.ack_route);
+        ack.data_ack = self.rcv_nxt;
+        ack.rwnd = Packet::window(self.rcv_buf_segs * self.mss as u64);
+        ack.size += 8; // DSS option with a data ACK (RFC 8684 3.3)
+        net.send(ack);
+    }
+
+    fn fill_views(&mut self) {
+        self.views.clear();
+        let all_backup = self.subflows.iter().all(|s| s.backup || s.failed);
+        for sf in &self.subflows {
+            let s = &sf.sender;
+            self.views.push(SubflowView {
+                cwnd: s.cwnd(),
+                srtt: s.srtt(),
+                mss: s.cfg.mss,
+                delivered_since_loss: s.delivered_since_loss,
+                delivered_between_losses: s.delivered_between_losses,
+                active: all_backup || !(sf.backup || sf.failed),
+            });
+        }
+    }
+
+    pub fn on_timer(&mut self, sub: u16, side: u8, net: &mut Net) {
+        let now = net.now();
+        let j = sub as usize;
+        if side == Side::Sender as u8 {
+            if !take_wake(&mut self.subflows[j].sender.armed, now) {
+                return;
+            }
+            let sf = &mut self.subflows[j];
+            sf.sender.on_timer(
+                now,
+                &mut |p| {
+                    net.send(p);
+                },
+                false,
+                || None,
+            );
+            self.note_retransmissions(j, now);
+            self.push(net);
+        } else {
+            let sf = &mut self.subflows[j];
+            if !take_wake(&mut sf.receiver.armed, now) {
+                return;
+            }
+            if sf.receiver.on_timer(now) {
+                self.send_ack(j, net);
+            } else {
+                let d = sf.receiver.delack_deadline();
+                arm(
+                    net,
+                    &mut sf.receiver.armed,
+                    d,
+                    self.idx,
+                    sub,
+                    Side::Receiver,
+                );
+            }
+        }
+    }
+
+    /// A scripted MP_PRIO change.
+    pub fn control(&mut self, idx: u32, net: &mut Net) {
+        let Some(pc) = self.prio_script.get(idx as usize).copied() else {
+            return;
+        };
+        match pc.by {
+            PrioBy::Sender => {
+                self.subflows[pc.sub].backup = pc.backup;
+                self.push(net);
+            }
+            PrioBy::Receiver => {
+                let sf = &self.subflows[pc.sub];
+                let mut p = sf.receiver.build_ack(sf.ack_route);
+                p.nsack = 0;
+                p.size = sf.receiver.cfg.ack_bytes as u16 + MP_PRIO_BYTES;
+                p.flags = flags::MP_PRIO | if pc.backup { flags::BACKUP } else { 0 };
+                p.dsn = pc.sub as u64;
+                p.data_ack = self.rcv_nxt;
+                net.send(p);
+            }
+        }
+    }
+
+    pub fn sample(&mut self, width: Time) {
+        let w = width.secs_f64();
+        let rate = |b: u64| if w > 0.0 { b as f64 * 8.0 / w } else { 0.0 };
+        self.goodput.push(rate(self.bin_bytes));
+        self.bin_bytes = 0;
+        for sf in &mut self.subflows {
+            sf.goodput.push(rate(sf.bin_bytes));
+            sf.bin_bytes = 0;
+            sf.cwnd
+                .push(sf.sender.cwnd() as f64 * sf.sender.cfg.mss as f64);
+            sf.srtt.push(sf.sender.srtt().ms_f64());
+        }
+        let held = self.rcv_held();
+        self.rcv_buf_samples.push(held as f64);
+        let sb = self.send_buffered();
+        self.snd_buf_max = self.snd_buf_max.max(sb);
+        self.snd_buf_samples.push(sb as f64);
+    }
+
+    pub fn summarize(&self, end: Time) -> (FlowSummary, Vec<Series>) {
+        let stop = self.completed_at.unwrap_or(end);
+        let active = stop.saturating_sub(self.start).secs_f64();
+        let gp = |b: u64| {
+            if active > 0.0 {
+                b as f64 * 8.0 / active
+            } else {
+                0.0
+            }
+        };
+        let mean = |v: &Vec<f64>| {
+            if v.is_empty() {
+                0.0
+            } else {
+                v.iter().sum::<f64>() / v.len() as f64
+            }
+        };
+        let sent: u64 = self
+            .subflows
+            .iter()
+            .map(|s| s.sender.stats.sent_packets)
+            .sum();
+        let retrans: u64 = self
+            .subflows
+            .iter()
+            .map(|s| s.sender.stats.retransmitted_packets)
+            .sum::<u64>()
+            + self.reinjections;
+        let summary = FlowSummary {
+            id: self.id.clone(),
+            kind: "mptcp".into(),
+            cc: self.cc_name.clone(),
+            scheduler: Some(self.sched_name.clone()),
+            mechanisms: Vec::new(),
+            goodput_bps: gp(self.delivered_bytes),
+            delivered_bytes: self.delivered_bytes,
+            sent_packets: sent,
+            retransmitted_packets: retrans,
+            rto_count: self.subflows.iter().map(|s| s.sender.stats.rto_count).sum(),
+            handover_goodput_bps: None,
+            fct_s: self.completed_at.map(|t| (t - self.start).secs_f64()),
+            srtt_ms: None,
+            rto_ms: None,
+            subflows: Some(
+                self.subflows
+                    .iter()
+                    .map(|s| SubflowSummary {
+                        id: s.link_id.clone(),
+                        link: s.link_name.clone(),
+                        goodput_bps: gp(s.delivered_bytes),
+                        sent_packets: s.sender.stats.sent_packets,
+                        retransmitted_packets: s.sender.stats.retransmitted_packets,
+                    })
+                    .collect(),
+            ),
+            receive_buffer: Some(BufferStats {
+                max_packets: self.rcv_buf_max as f64,
+                avg_packets: mean(&self.rcv_buf_samples),
+            }),
+            send_buffer: Some(BufferStats {
+                max_packets: self.snd_buf_max as f64,
+                avg_packets: mean(&self.snd_buf_samples),
+            }),
+            reorder_delay_ms: Some(AvgMax {
+                avg: if self.reorder_count == 0 {
+                    0.0
+                } else {
+                    self.reorder_sum.ms_f64() / self.reorder_count as f64
+                },
+                max: self.reorder_max.ms_f64(),
+            }),
+        };
+        let mut series = vec![
+            Series {
+                flow: self.id.clone(),
+                subflow: String::new(),
+                metric: "goodput_bps",
+                values: self.goodput.clone(),
+            },
+            Series {
+                flow: self.id.clone(),
+                subflow: String::new(),
+                metric: "receive_buffer_packets",
+                values: self.rcv_buf_samples.clone(),
+            },
+            Series {
+                flow: self.id.clone(),
+                subflow: String::new(),
+                metric: "send_buffer_packets",
+                values: self.snd_buf_samples.clone(),
+            },
+        ];
+        for s in &self.subflows {
+            for (metric, v) in [
+                ("goodput_bps", &s.goodput),
+                ("cwnd_bytes", &s.cwnd),
+                ("srtt_ms", &s.srtt),
+            ] {
+                series.push(Series {
+                    flow: self.id.clone(),
+                    subflow: s.link_id.clone(),
+                    metric,
+                    values: v.clone(),
+                });
+            }
+        }
+        (summary, series)
+    }
+}
