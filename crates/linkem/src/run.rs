@@ -536,7 +536,6 @@ fn receive(
         return r;
     }
     let _ = c.set_read_timeout(Some(Duration::from_millis(20)));
-    let _ = c.set_recv_buffer_size(8 << 20);
     let mut buf = vec![0u8; 256 * 1024];
     while Instant::now() < deadline {
         match (&c).read(&mut buf) {
