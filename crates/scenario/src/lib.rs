@@ -286,6 +286,16 @@ pub enum LossDetection {
     Dupthresh,
 }
 
+/// How the retransmission timeout is computed from the RTT estimates.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RtoFormula {
+    /// RFC 6298: max(SRTT + 4 RTTVAR, min_rto).
+    Rfc6298,
+    /// Linux `__tcp_set_rto()`: SRTT + max(4 RTTVAR, min_rto), larger on short paths.
+    Linux,
+}
+
 /// TCP options; every field optional so that `[tcp]` and a flow's `tcp` table can be layered.
 /// Defaults follow Linux (see [`TcpOptions::resolved`]).
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Default)]
@@ -305,6 +315,8 @@ pub struct TcpOptions {
     pub receive_window_bytes: Option<u64>,
     pub hystart: Option<bool>,
     pub ack_bytes: Option<u32>,
+    /// RTO formula (default "rfc6298").
+    pub rto_formula: Option<RtoFormula>,
 }
 
 /// TCP options with every default filled in.
@@ -327,6 +339,7 @@ pub struct TcpConfig {
     pub delack_timeout_ms: f64,
     pub receive_window_bytes: u64,
     pub hystart: bool,
+    pub rto_formula: RtoFormula,
 }
 
 impl TcpOptions {
@@ -349,7 +362,8 @@ impl TcpOptions {
             delack_timeout_ms,
             receive_window_bytes,
             hystart,
-            ack_bytes
+            ack_bytes,
+            rto_formula
         )
     }
 
@@ -371,6 +385,7 @@ impl TcpOptions {
             // Linux tcp_rmem max (6 MiB) with autotuning.
             receive_window_bytes: self.receive_window_bytes.unwrap_or(6 * 1024 * 1024),
             hystart: self.hystart.unwrap_or(true),
+            rto_formula: self.rto_formula.unwrap_or(RtoFormula::Rfc6298),
         }
     }
 }

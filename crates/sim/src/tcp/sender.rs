@@ -30,7 +30,7 @@
 use super::cc::{AckInfo, CaState, CongestionControl, Coupling, CwndEvent, RateSample, Window};
 use crate::net::packet::{flags, Kind, Packet};
 use railpath_core::Time;
-use railpath_scenario::{LossDetection, TcpConfig};
+use railpath_scenario::{LossDetection, RtoFormula, TcpConfig};
 use std::collections::VecDeque;
 
 const SACKED: u8 = 1;
@@ -79,6 +79,9 @@ pub struct SenderConfig {
     pub sack: bool,
     pub rack: bool,
     pub tlp: bool,
+    /// RTO = SRTT + max(4 RTTVAR, min_rto) as Linux `__tcp_set_rto()` instead of RFC 6298's
+    /// max(SRTT + 4 RTTVAR, min_rto).
+    pub linux_rto: bool,
 }
 
 impl SenderConfig {
@@ -93,6 +96,7 @@ impl SenderConfig {
             sack: c.sack,
             rack: c.loss_detection == LossDetection::Rack,
             tlp: c.tlp && c.sack,
+            linux_rto: c.rto_formula == RtoFormula::Linux,
         }
     }
 }
@@ -426,8 +430,12 @@ impl TcpSender {
             ts: now,
             ..Default::default()
         });
-        // Arm the retransmission timer if it is not running (RFC 6298 5.1), or a probe.
-        if self.xmit_timer.is_none() {
+        // Arm the retransmission timer if it is not running (RFC 6298 5.1). Retransmitting the
+        // head restarts it unless the RACK reordering timer is pending (Linux
+        // tcp_xmit_retransmit_queue()).
+        let head_retrans =
+            retrans && idx == 0 && !matches!(self.xmit_timer, Some((_, XmitTimer::Reorder)));
+        if self.xmit_timer.is_none() || head_retrans {
             self.rearm_rto(now);
         }
         if !retrans {
@@ -882,8 +890,12 @@ impl TcpSender {
             self.srtt = Time((7 * self.srtt.0 + r.0) / 8);
         }
         self.min_rtt = self.min_rtt.min(r);
-        let rto = self.srtt + self.rttvar.mul(4).max(CLOCK_GRANULARITY);
-        self.rto = rto.max(self.cfg.min_rto).min(self.cfg.max_rto);
+        let rto = if self.cfg.linux_rto {
+            self.srtt + self.rttvar.mul(4).max(self.cfg.min_rto)
+        } else {
+            (self.srtt + self.rttvar.mul(4).max(CLOCK_GRANULARITY)).max(self.cfg.min_rto)
+        };
+        self.rto = rto.min(self.cfg.max_rto);
     }
 
     /// RFC 8985 6.2 step 2 (RACK_update): remember the most recently sent delivered segment.
@@ -1083,6 +1095,7 @@ mod tests {
             sack,
             rack,
             tlp: sack,
+            linux_rto: false,
         }
     }
 
@@ -1132,6 +1145,11 @@ mod tests {
         let mut t = sender(true, true);
         t.rtt_sample(Time::from_ms(10));
         assert_eq!(t.rto(), Time::from_ms(200));
+        // Linux's formula: SRTT + max(4 RTTVAR, 200 ms) = 10 + max(20, 200) = 210 ms.
+        let mut l = sender(true, true);
+        l.cfg.linux_rto = true;
+        l.rtt_sample(Time::from_ms(10));
+        assert_eq!(l.rto(), Time::from_ms(210));
     }
 
     #[test]
