@@ -111,7 +111,7 @@ impl Controller {
             carriers.push(CarrierRt {
                 name: c.name.clone(),
                 id,
-                backup: true, // unknown: forces the initial "regular" below
+                backup: false, // set for real by init_regular below
             });
         }
         let mut ctl = Controller {
@@ -133,7 +133,7 @@ impl Controller {
                 info!(carrier = %c.name, endpoint = e.id, addr = ?e.addr, backup = e.is_backup(), "carrier endpoint");
             }
         }
-        ctl.set_all_regular("start");
+        ctl.init_regular();
         Ok(ctl)
     }
 
@@ -163,27 +163,29 @@ impl Controller {
         Ok(())
     }
 
-    /// Sets every carrier regular (start, shutdown).
+    /// At start the endpoints' state is unknown: make every carrier regular without counting
+    /// flips.
+    fn init_regular(&mut self) {
+        for i in 0..self.carriers.len() {
+            let id = self.carriers[i].id;
+            let r = match &mut self.backend {
+                Backend::Kernel(pm) => pm.set_backup(id, false),
+                Backend::DryRun => Ok(()),
+            };
+            match r {
+                Ok(()) => self.carriers[i].backup = false,
+                Err(e) => self.flip_error(i, &e),
+            }
+        }
+    }
+
+    /// Sets every backup carrier regular (shutdown).
     pub fn set_all_regular(&mut self, why: &str) {
         for i in 0..self.carriers.len() {
-            // The first call after start does not count as a flip.
-            let was_unknown = why == "start";
-            let r = if was_unknown {
-                let c = &self.carriers[i];
-                match &mut self.backend {
-                    Backend::Kernel(pm) => pm.set_backup(c.id, false),
-                    Backend::DryRun => Ok(()),
+            if self.carriers[i].backup {
+                if let Err(e) = self.set(i, false, why) {
+                    self.flip_error(i, &e);
                 }
-                .map(|_| {
-                    self.carriers[i].backup = false;
-                })
-            } else if self.carriers[i].backup {
-                self.set(i, false, why)
-            } else {
-                Ok(())
-            };
-            if let Err(e) = r {
-                self.flip_error(i, &e);
             }
         }
     }

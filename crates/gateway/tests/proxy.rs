@@ -16,7 +16,7 @@ use common::*;
 use railpath_core::Rng;
 use std::sync::Mutex;
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -387,4 +387,88 @@ fn falls_back_to_tcp_against_a_server_without_mptcp_and_survives_a_reset() {
     );
     assert!(bed.daemon.alive());
     assert!(bed.daemon.stop());
+}
+
+#[test]
+fn ground_mode_terminates_mptcp_and_enforces_the_connection_limit() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    skip_if_unavailable!("ground_mode_terminates_mptcp_and_enforces_the_connection_limit");
+    let ns = Namespaces::new(&["gnd"]);
+    let gnd = ns.name("gnd");
+    let dir = TempDir::new("gnd");
+    let cfg = "[proxy]\nmode = \"ground\"\nlisten = \"127.0.0.1:8443\"\nupstream = \"127.0.0.1:7101\"\nmax_connections = 2\n[metrics]\nlisten = \"127.0.0.1:9464\"\n[log]\nformat = \"text\"\nlevel = \"debug\"\n";
+    let mut daemon = Daemon::start(&gnd, cfg, &dir.0);
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let g2 = gnd.clone();
+    let server = std::thread::spawn(move || {
+        in_ns(&g2, move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(server_main("127.0.0.1".into(), 7100, 7101, stop_rx));
+        })
+    });
+    assert!(wait_until(Duration::from_secs(10), || in_ns(&gnd, || {
+        std::net::TcpStream::connect("127.0.0.1:9464").is_ok()
+    })));
+    let (was_mptcp, transfer_ok, third, after) = in_ns(&gnd, move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let addr: std::net::SocketAddr = "127.0.0.1:8443".parse().unwrap();
+            let timeout = Duration::from_secs(5);
+            // An MPTCP client (a train) through the ground proxy to a plain-TCP upstream.
+            let (s, _) = railpath_gateway::proxy::connect(addr, true, timeout)
+                .await
+                .unwrap();
+            let was_mptcp = railpath_gateway::sockopt::is_mptcp(&s).unwrap();
+            let transfer_ok = transfer_on(s, 3, 2_000_000, 1_000_000).await;
+            // Two idle connections fill the limit; the third is reset.
+            let (h1, _) = railpath_gateway::proxy::connect(addr, true, timeout)
+                .await
+                .unwrap();
+            let (h2, _) = railpath_gateway::proxy::connect(addr, true, timeout)
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let (mut s3, _) = railpath_gateway::proxy::connect(addr, true, timeout)
+                .await
+                .unwrap();
+            let mut b = [0u8; 1];
+            let third = tokio::time::timeout(timeout, s3.read(&mut b)).await;
+            let third = matches!(third, Ok(Ok(0)) | Ok(Err(_)));
+            drop((h1, h2));
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let (s4, _) = railpath_gateway::proxy::connect(addr, true, timeout)
+                .await
+                .unwrap();
+            let after = transfer_on(s4, 4, 10_000, 10_000).await;
+            (was_mptcp, transfer_ok, third, after)
+        })
+    });
+    assert!(was_mptcp, "the ground listener did not accept MPTCP");
+    assert_eq!(transfer_ok, Ok(()));
+    assert!(third, "third connection over the limit was not closed");
+    assert_eq!(after, Ok(()));
+    let m = scrape(&gnd, "127.0.0.1:9464");
+    assert_eq!(
+        metric(&m, "railpath_gateway_connections_rejected_total"),
+        Some(1.0),
+        "{m}"
+    );
+    assert_eq!(
+        metric(
+            &m,
+            "railpath_gateway_connections_onward_total{transport=\"tcp\"}"
+        ),
+        Some(4.0),
+        "{m}"
+    );
+    assert!(daemon.alive());
+    assert!(daemon.stop(), "{}", daemon.log_text());
+    drop(stop_tx);
+    let _ = server.join();
 }

@@ -349,9 +349,19 @@ pub async fn transfer(
     up: u64,
     down: u64,
 ) -> Result<(), String> {
-    let mut s = tokio::net::TcpStream::connect((service, port))
+    let s = tokio::net::TcpStream::connect((service, port))
         .await
         .map_err(|e| format!("connect: {e}"))?;
+    transfer_on(s, seed, up, down).await
+}
+
+/// The transfer protocol on a connected stream.
+pub async fn transfer_on(
+    mut s: tokio::net::TcpStream,
+    seed: u64,
+    up: u64,
+    down: u64,
+) -> Result<(), String> {
     s.write_all(&down.to_be_bytes())
         .await
         .map_err(|e| e.to_string())?;
