@@ -18,7 +18,7 @@ use crate::emu::{EmuReport, LinkEventKind};
 use crate::testbed::{Testbed, TestbedSpec, SERVER_ADDR};
 use crate::TestbedError;
 use railpath_core::Time;
-use railpath_scenario::{FlowKind, Scenario, ScenarioError};
+use railpath_scenario::{FlowKind, PrioBy, PrioChange, Scenario, ScenarioError};
 use railpath_sim::results::{
     AvgMax, FlowSummary, Handover, LinkSummary, RunResults, Series, SubflowSummary, Summary,
 };
@@ -81,8 +81,17 @@ pub fn kernel_cc(s: &Scenario, i: usize) -> Result<(String, String), ScenarioErr
 }
 
 /// What the testbed cannot run, as a scenario error naming the key.
+fn sorted(v: &[String]) -> Vec<String> {
+    let mut v = v.to_vec();
+    v.sort();
+    v
+}
+
+type HostWide = (Vec<String>, Vec<PrioChange>, Option<u32>);
+
 fn check_supported(s: &Scenario) -> Result<(), ScenarioError> {
     let mut mptcp_paths: Option<(&str, Vec<&String>)> = None;
+    let mut mptcp_host: Option<(&str, HostWide)> = None;
     for f in &s.flows {
         if f.kind == FlowKind::Tcp && f.paths.len() != 1 {
             return Err(ScenarioError::new(
@@ -92,6 +101,43 @@ fn check_supported(s: &Scenario) -> Result<(), ScenarioError> {
             ));
         }
         if f.kind == FlowKind::Mptcp {
+            let key = |k: &str| format!("flow \"{}\".{k}", f.id);
+            for (j, p) in f.paths.iter().enumerate() {
+                if f.paths[..j].contains(p) {
+                    return Err(ScenarioError::new(
+                        &s.source,
+                        key("paths"),
+                        format!("link {p:?} repeats: the kernel path manager opens one subflow per link in the testbed"),
+                    ));
+                }
+            }
+            for (j, c) in f.prio_changes.iter().enumerate() {
+                if c.by == PrioBy::Sender {
+                    return Err(ScenarioError::new(
+                        &s.source,
+                        key(&format!("prio_changes[{j}].by")),
+                        "the testbed sends MP_PRIO from the receiver (the router's endpoints); the server has one address for every subflow",
+                    ));
+                }
+            }
+            let host_wide = (
+                sorted(&f.backup_paths),
+                f.prio_changes.clone(),
+                f.stale_loss_cnt,
+            );
+            match &mptcp_host {
+                None => mptcp_host = Some((&f.id, host_wide)),
+                Some((other, h)) if *h != host_wide => {
+                    return Err(ScenarioError::new(
+                        &s.source,
+                        key("backup_paths"),
+                        format!(
+                            "backup_paths, prio_changes and stale_loss_cnt act on the whole host in the testbed: every mptcp flow must give the same as flow {other:?}"
+                        ),
+                    ))
+                }
+                _ => {}
+            }
             let mut p: Vec<&String> = f.paths.iter().collect();
             p.sort();
             match &mptcp_paths {
@@ -222,6 +268,25 @@ pub fn mptcp_subflows(fd: i32) -> Vec<(Ipv4Addr, TcpInfo)> {
     out
 }
 
+/// SO_RCVBUFFORCE / SO_SNDBUFFORCE (root: not capped by net.core.rmem_max / wmem_max).
+fn set_buf_force(sock: &Socket, opt: libc::c_int, bytes: usize) -> std::io::Result<()> {
+    let v = bytes.min(i32::MAX as usize) as libc::c_int;
+    // SAFETY: setsockopt with a pointer to an int that outlives the call.
+    let r = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            opt,
+            &v as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 fn set_cc(sock: &Socket, cc: &str) -> Result<(), TestbedError> {
     // SAFETY: setsockopt with a pointer to the name's bytes, valid for the call.
     let r = unsafe {
@@ -249,6 +314,10 @@ struct FlowPlan {
     bytes: u64,
     mptcp: bool,
     bind: Ipv4Addr,
+    /// mptcp `receive_buffer_packets` / `send_buffer_packets` in bytes (SO_RCVBUFFORCE /
+    /// SO_SNDBUFFORCE; the kernel doubles the value for bookkeeping, as for any socket).
+    rcvbuf: Option<usize>,
+    sndbuf: Option<usize>,
 }
 
 #[derive(Default)]
@@ -328,6 +397,36 @@ pub fn run_scenario(s: &Scenario) -> Result<RunResults, TestbedError> {
             )?;
         }
     }
+    // Host-wide MPTCP settings (check_supported made every mptcp flow agree on them).
+    let mut prio_script: Vec<(Duration, String, bool)> = Vec::new();
+    if let Some(f) = s.flows.iter().find(|f| f.kind == FlowKind::Mptcp) {
+        for l in &f.backup_paths {
+            let id = tb.endpoint_id(l)?.to_string();
+            tb.exec(
+                tb.router_ns(),
+                "ip",
+                &["mptcp", "endpoint", "change", "id", &id, "backup"],
+            )?;
+        }
+        if let Some(n) = f.stale_loss_cnt {
+            for ns in [tb.router_ns(), tb.server_ns()] {
+                tb.sysctl(ns, "net.mptcp.stale_loss_cnt", &n.to_string())?;
+            }
+        }
+        for c in &f.prio_changes {
+            let at = Duration::from_nanos(Time::from_secs_f64(c.t_s).ns());
+            prio_script.push((at, tb.endpoint_id(&c.path)?.to_string(), c.backup));
+        }
+        prio_script.sort_by_key(|p| p.0);
+    }
+    for f in s.flows.iter().filter(|f| f.kind == FlowKind::Mptcp) {
+        if let Some(sch) = f.scheduler.as_deref().filter(|x| *x != "linux-default") {
+            eprintln!(
+                "testbed: flow {:?}: scheduler {sch:?} is not in upstream Linux; the kernel's default scheduler runs",
+                f.id
+            );
+        }
+    }
     let plans: Vec<FlowPlan> = s
         .flows
         .iter()
@@ -340,6 +439,14 @@ pub fn run_scenario(s: &Scenario) -> Result<RunResults, TestbedError> {
                 bytes: f.bytes,
                 mptcp: f.kind == FlowKind::Mptcp,
                 bind: tb.router_addr(&f.paths[0])?,
+                rcvbuf: f
+                    .receive_buffer_packets
+                    .filter(|_| f.kind == FlowKind::Mptcp)
+                    .map(|n| n as usize * s.tcp_config(i).mss_bytes as usize),
+                sndbuf: f
+                    .send_buffer_packets
+                    .filter(|_| f.kind == FlowKind::Mptcp)
+                    .map(|n| n as usize * s.tcp_config(i).mss_bytes as usize),
             })
         })
         .collect::<Result<_, TestbedError>>()?;
@@ -363,10 +470,19 @@ pub fn run_scenario(s: &Scenario) -> Result<RunResults, TestbedError> {
         })?;
         let l = l.map_err(|e| TestbedError::io(format!("server socket on port {port}"), e))?;
         set_cc(&l, &p.kernel_cc)?;
+        if let Some(b) = p.sndbuf {
+            // Inherited by the accepted connection.
+            set_buf_force(&l, libc::SO_SNDBUFFORCE, b)
+                .map_err(|e| TestbedError::io(format!("SO_SNDBUFFORCE on port {port}"), e))?;
+        }
         listeners.push(l);
         let bind = p.bind;
+        let rcvbuf = p.rcvbuf;
         let c = tb.run_in(tb.router_ns(), || -> std::io::Result<Socket> {
             let c = Socket::new(Domain::IPV4, Type::STREAM, Some(proto))?;
+            if let Some(b) = rcvbuf {
+                set_buf_force(&c, libc::SO_RCVBUFFORCE, b)?;
+            }
             c.bind(&SockAddr::from(SocketAddrV4::new(bind, 0)))?;
             Ok(c)
         })?;
@@ -392,6 +508,32 @@ pub fn run_scenario(s: &Scenario) -> Result<RunResults, TestbedError> {
         for (p, c) in plans.iter().zip(clients) {
             client_handles.push(sc.spawn(move || receive(p, c, origin, deadline, bin_d, nbins)));
         }
+        // Scripted MP_PRIO: the router (the data receiver) flips its endpoint, and the kernel
+        // sends MP_PRIO on the live subflows from that address.
+        let rtr = tb.router_ns().to_string();
+        let script = &prio_script;
+        sc.spawn(move || {
+            for (at, id, backup) in script {
+                let due = origin + *at;
+                if due > deadline {
+                    break;
+                }
+                let now = Instant::now();
+                if due > now {
+                    std::thread::sleep(due - now);
+                }
+                let flag = if *backup { "backup" } else { "nobackup" };
+                let r =
+                    crate::netns::ip(["-n", &rtr, "mptcp", "endpoint", "change", "id", id, flag]);
+                match r {
+                    Ok(()) => eprintln!(
+                        "testbed: t = {:.3} s: endpoint {id} {flag}",
+                        origin.elapsed().as_secs_f64()
+                    ),
+                    Err(e) => eprintln!("testbed: endpoint {id} {flag}: {e}"),
+                }
+            }
+        });
         // Sample the senders at the end of every bin.
         let mut k = 1usize;
         loop {
@@ -803,6 +945,45 @@ mod tests {
         assert!(check_supported(&s).is_ok());
         s.flows[1].paths = vec!["a".into()];
         assert_eq!(check_supported(&s).unwrap_err().key, "flow \"y\".paths");
+        // Host-wide settings must agree too.
+        s.flows[1].paths = vec!["a".into(), "b".into()];
+        s.flows[1].backup_paths = vec!["b".into()];
+        assert_eq!(
+            check_supported(&s).unwrap_err().key,
+            "flow \"y\".backup_paths"
+        );
+        s.flows[0].backup_paths = vec!["b".into()];
+        assert!(check_supported(&s).is_ok());
+    }
+
+    #[test]
+    fn unsupported_mptcp_features_name_their_key() {
+        let mut s =
+            scenario("[[flow]]\nid = \"x\"\nkind = \"tcp\"\ncc = \"cubic\"\npaths = [\"a\"]\n");
+        s.flows[0].kind = FlowKind::Mptcp;
+        s.flows[0].paths = vec!["a".into(), "b".into(), "a".into()];
+        assert_eq!(check_supported(&s).unwrap_err().key, "flow \"x\".paths");
+        s.flows[0].paths = vec!["a".into(), "b".into()];
+        s.flows[0].prio_changes = vec![
+            PrioChange {
+                t_s: 1.0,
+                path: "b".into(),
+                backup: true,
+                by: PrioBy::Receiver,
+            },
+            PrioChange {
+                t_s: 2.0,
+                path: "b".into(),
+                backup: false,
+                by: PrioBy::Sender,
+            },
+        ];
+        assert_eq!(
+            check_supported(&s).unwrap_err().key,
+            "flow \"x\".prio_changes[1].by"
+        );
+        s.flows[0].prio_changes.pop();
+        assert!(check_supported(&s).is_ok());
     }
 
     #[test]

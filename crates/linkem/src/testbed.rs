@@ -288,7 +288,8 @@ impl Testbed {
         Ok(ios)
     }
 
-    fn sysctl(&self, ns: &str, key: &str, value: &str) -> Result<(), TestbedError> {
+    /// Set a sysctl (`net.mptcp.stale_loss_cnt`, `net.ipv4.tcp_...`) inside namespace `ns`.
+    pub fn sysctl(&self, ns: &str, key: &str, value: &str) -> Result<(), TestbedError> {
         let path = format!("/proc/sys/{}", key.replace('.', "/"));
         run_in(ns, || std::fs::write(&path, value))?
             .map_err(|e| TestbedError::io(format!("sysctl {key}={value} in {ns}"), e))

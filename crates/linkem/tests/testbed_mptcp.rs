@@ -5,7 +5,7 @@
 
 use railpath_linkem::run::run_scenario;
 use railpath_linkem::{check_environment, Testbed, TestbedSpec};
-use railpath_scenario::{FlowKind, Scenario};
+use railpath_scenario::{FlowKind, PrioBy, PrioChange, Scenario};
 use railpath_sim::results::RunResults;
 use std::sync::Mutex;
 
@@ -290,4 +290,46 @@ fn namespaces_are_removed_when_a_test_panics() {
             "namespace {n} left behind after a panic"
         );
     }
+}
+
+#[test]
+fn receiver_mp_prio_moves_traffic_off_a_backup_carrier() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // The router flips carrier b to backup at 3 s (MP_PRIO to the server) and back at 6 s.
+    let mut s = scenario(9.0, "", &["a", "b"], true);
+    let change = |t_s: f64, backup: bool| PrioChange {
+        t_s,
+        path: "b".into(),
+        backup,
+        by: PrioBy::Receiver,
+    };
+    s.flows[0].prio_changes = vec![change(3.0, true), change(6.0, false)];
+    let r = run_scenario(&s).expect("mptcp run");
+    let a = series(&r, "dl", "a", "goodput_bps");
+    let b = series(&r, "dl", "b", "goodput_bps");
+    // b's queue (about 0.2 s of data) drains after the flip; 3.6..6.0 s it carries nothing new.
+    let (before, backup, after) = (mean(&b[15..30]), mean(&b[36..60]), mean(&b[70..90]));
+    println!(
+        "carrier b: {:.2} Mbit/s before, {:.2} as backup, {:.2} after; a {:.2} while b is backup",
+        before / 1e6,
+        backup / 1e6,
+        after / 1e6,
+        mean(&a[36..60]) / 1e6
+    );
+    assert!(before > 10e6, "b carries data before the flip");
+    assert!(
+        backup < 0.1 * before,
+        "b as backup still carries {backup} bit/s"
+    );
+    assert!(
+        after > 10e6,
+        "b carries data again after it is regular again"
+    );
+    assert!(
+        mean(&a[36..60]) > 20e6,
+        "a carries the flow while b is backup"
+    );
 }
