@@ -871,10 +871,11 @@ fn assemble(
             }
         })
         .collect();
+    // Link series as the simulator writes them: flow "", subflow = link id.
     for l in &rep.links {
         series.push(Series {
-            flow: l.id.clone(),
-            subflow: String::new(),
+            flow: String::new(),
+            subflow: l.id.clone(),
             metric: "queue_bytes",
             values: fit(l.queue_bytes.clone(), nbins, 0.0),
         });

@@ -130,6 +130,10 @@ fn mptcp_beats_best_single_carrier() {
     );
     let csv = multi.timeseries_csv();
     assert!(csv.contains(",dl,a,goodput_bps,") && csv.contains(",dl,b,cwnd_bytes,"));
+    assert!(
+        csv.contains(",,a,queue_bytes,"),
+        "link series as the simulator writes them"
+    );
 }
 
 #[test]
