@@ -71,6 +71,17 @@ pub enum CarrierModel {
     Mahimahi,
 }
 
+/// How a radio carrier's rate follows its signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum CapacityModel {
+    /// Capped Shannon mapping of the serving cell's SINR (TR 36.942 A.2), up to `rate_mbps`.
+    #[default]
+    Sinr,
+    /// Always `rate_mbps` while connected: only handovers (and weak-signal delay/loss) act.
+    Peak,
+}
+
 /// What the carrier's link does with queued packets during a handover interruption.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -170,6 +181,9 @@ pub struct CarrierConfig {
     pub low_rsrp_loss: f64,
 
     // --- capacity (radio model) ---
+    /// `sinr` (default) or `peak` (constant rate between handovers).
+    #[serde(default)]
+    pub capacity: CapacityModel,
     /// Rate floor of a connected cell, Mbit/s.
     #[serde(default = "default_min_rate")]
     pub min_rate_mbps: f64,
@@ -321,6 +335,7 @@ impl CarrierConfig {
             low_rsrp_dbm: default_low_rsrp(),
             low_rsrp_extra_delay_ms: default_low_delay(),
             low_rsrp_loss: default_low_loss(),
+            capacity: CapacityModel::Sinr,
             min_rate_mbps: default_min_rate(),
             rate_step_fraction: default_step_fraction(),
             rate_step_mbps: default_step_mbps(),

@@ -31,7 +31,9 @@ pub mod table;
 pub mod timeline;
 pub mod track;
 
-pub use config::{validate, CarrierConfig, CarrierModel, OutageMode, SpeedSegment, TrainConfig};
+pub use config::{
+    validate, CapacityModel, CarrierConfig, CarrierModel, OutageMode, SpeedSegment, TrainConfig,
+};
 pub use table::{HandoverTable, Prediction, Predictor, TableError, Zone};
 pub use timeline::carrier_timelines;
 

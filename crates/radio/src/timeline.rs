@@ -13,7 +13,7 @@
 
 use crate::a3::{A3Params, A3Tracker};
 use crate::capacity;
-use crate::config::{validate, CarrierConfig, CarrierModel, TrainConfig};
+use crate::config::{validate, CapacityModel, CarrierConfig, CarrierModel, TrainConfig};
 use crate::measured;
 use crate::propagation::{common_field, l3_coefficient, sites, Cell};
 use crate::track::Motion;
@@ -174,7 +174,10 @@ fn radio_timeline(
         interf.clear();
         interf.extend((w_lo..w_hi).filter(|&j| j != s).filter_map(|j| filt[j]));
         let sinr = capacity::sinr_db(mp, &interf, c.interference_load, c.noise_dbm);
-        let rate = capacity::rate_bps(sinr, peak, min_rate);
+        let rate = match c.capacity {
+            CapacityModel::Sinr => capacity::rate_bps(sinr, peak, min_rate),
+            CapacityModel::Peak => peak.round() as u64,
+        };
         if last_rate.is_none_or(|l| rate_changed(c, l, rate)) {
             steps.at(t).rate_bps = Some(rate);
             last_rate = Some(rate);
@@ -253,6 +256,27 @@ mod tests {
         // At 5 Mbit/s: 2% = 0.1 Mbit/s.
         assert!(rate_changed(&c, 5_000_000, 5_100_000));
         assert!(!rate_changed(&c, 5_000_000, 5_090_000));
+    }
+
+    #[test]
+    fn peak_capacity_keeps_the_rate_between_handovers() {
+        let t = TrainConfig::constant(300.0);
+        let mut a = CarrierConfig::grid("A", 25.0, 1340.0, 0.0);
+        let sinr = carrier_timelines(&t, std::slice::from_ref(&a), 1, Time::from_secs(30)).unwrap();
+        a.capacity = CapacityModel::Peak;
+        let peak = carrier_timelines(&t, &[a], 1, Time::from_secs(30)).unwrap();
+        // Same handovers (capacity does not steer them); one rate step, the peak.
+        assert_eq!(sinr[0].handovers, peak[0].handovers);
+        let rates: Vec<u64> = peak[0].steps.iter().filter_map(|s| s.rate_bps).collect();
+        assert_eq!(rates, vec![25_000_000]);
+        assert!(
+            sinr[0]
+                .steps
+                .iter()
+                .filter(|s| s.rate_bps.is_some())
+                .count()
+                > 10
+        );
     }
 
     #[test]
