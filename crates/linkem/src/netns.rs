@@ -177,6 +177,17 @@ pub fn open_tun(name: &str) -> Result<OwnedFd, TestbedError> {
     Ok(owned)
 }
 
+/// The creating process of a railpath namespace name `rp-<pid>-<n>-<role>`, if it is one.
+pub fn owner_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix(NS_PREFIX)?;
+    let mut parts = rest.splitn(3, '-');
+    let (pid, n, role) = (parts.next()?, parts.next()?, parts.next()?);
+    if role.is_empty() || n.parse::<u64>().is_err() {
+        return None;
+    }
+    pid.parse().ok()
+}
+
 /// Delete namespaces `rp-<pid>-...` left behind by railpath processes that no longer run (a test
 /// killed by SIGKILL cannot run its Drop guards). Returns the names removed.
 pub fn cleanup_stale() -> Vec<String> {
@@ -186,14 +197,7 @@ pub fn cleanup_stale() -> Vec<String> {
     };
     for e in dir.flatten() {
         let name = e.file_name().to_string_lossy().to_string();
-        let Some(rest) = name.strip_prefix(NS_PREFIX) else {
-            continue;
-        };
-        let mut parts = rest.splitn(3, '-');
-        let (Some(pid), Some(n), Some(_role)) = (parts.next(), parts.next(), parts.next()) else {
-            continue;
-        };
-        let (Ok(pid), Ok(_)) = (pid.parse::<u32>(), n.parse::<u64>()) else {
+        let Some(pid) = owner_pid(&name) else {
             continue;
         };
         if std::path::Path::new(&format!("/proc/{pid}")).exists() {
@@ -204,4 +208,20 @@ pub fn cleanup_stale() -> Vec<String> {
         }
     }
     removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_pid_only_for_railpath_names() {
+        assert_eq!(owner_pid("rp-1234-0-rtr"), Some(1234));
+        assert_eq!(owner_pid("rp-1234-17-c3"), Some(1234));
+        assert_eq!(owner_pid("rp-gw-0-rtr"), None);
+        assert_eq!(owner_pid("rp-1234-x-rtr"), None);
+        assert_eq!(owner_pid("rp-1234-0-"), None);
+        assert_eq!(owner_pid("rp-1234"), None);
+        assert_eq!(owner_pid("other-1234-0-rtr"), None);
+    }
 }
