@@ -31,6 +31,16 @@ fn link(id: &str, rate_mbps: u64, delay_ms: u64, loss: f64) -> LinkConfig {
     }
 }
 
+/// A Mahimahi trace "1, 3" (period 3 ms: opportunities at 1, 3, 4, 6, 7, ... ms, 1500 B each:
+/// 8 Mbit/s), 10 ms delay; the
+/// reverse direction has 15 ms.
+fn traced() -> LinkConfig {
+    let mut l = link("traced", 100, 10, 0.0);
+    l.data.service = Service::Trace(std::sync::Arc::new(vec![1, 3]));
+    l.reverse.delay = Time::from_ms(15);
+    l
+}
+
 /// `n` datagrams of `payload` bytes, `burst` at a time every `gap`; receive until `wait` after.
 struct Pattern {
     n: usize,
@@ -40,8 +50,8 @@ struct Pattern {
     wait: Duration,
 }
 
-/// Send `n` datagrams of `payload` bytes from the server side to `dst` (a router address), one
-/// every `gap`, each stamped with its send time since `t0`; return the receive times and stamps
+/// Send `n` datagrams of `payload` bytes from `src` to `dst` (a router address: the data
+/// direction; a server address: the reverse direction), one every `gap`, each stamped with its send time since `t0`; return the receive times and stamps
 /// of those that arrived (receiving until `wait` after the last send).
 fn probe(tb: &Testbed, src: SocketAddr, dst: SocketAddr, pat: Pattern) -> Vec<(u64, u64)> {
     let Pattern {
@@ -51,14 +61,18 @@ fn probe(tb: &Testbed, src: SocketAddr, dst: SocketAddr, pat: Pattern) -> Vec<(u
         gap,
         wait,
     } = pat;
-    let rx = tb
-        .run_in(tb.router_ns(), || UdpSocket::bind(dst))
-        .unwrap()
-        .unwrap();
-    let tx = tb
-        .run_in(tb.server_ns(), || UdpSocket::bind(src))
-        .unwrap()
-        .unwrap();
+    // Data direction: server -> router; the reverse direction the other way round.
+    let (tx_ns, rx_ns) = if tb
+        .link_ids()
+        .iter()
+        .any(|l| std::net::IpAddr::V4(tb.router_addr(l).unwrap()) == dst.ip())
+    {
+        (tb.server_ns(), tb.router_ns())
+    } else {
+        (tb.router_ns(), tb.server_ns())
+    };
+    let rx = tb.run_in(rx_ns, || UdpSocket::bind(dst)).unwrap().unwrap();
+    let tx = tb.run_in(tx_ns, || UdpSocket::bind(src)).unwrap().unwrap();
     let sock = socket2::SockRef::from(&rx);
     sock.set_recv_buffer_size(8 << 20).unwrap();
     rx.set_read_timeout(Some(Duration::from_millis(20)))
@@ -161,7 +175,11 @@ fn rate_delay_and_loss_through_namespaces() {
         return;
     }
     let spec = TestbedSpec {
-        links: vec![link("fast", 100, 20, 0.0), link("lossy", 20, 5, 0.1)],
+        links: vec![
+            link("fast", 100, 20, 0.0),
+            link("lossy", 20, 5, 0.1),
+            traced(),
+        ],
         clients: 0,
         mptcp_endpoints: false,
         emu: EmuOptions {
@@ -248,6 +266,73 @@ fn rate_delay_and_loss_through_namespaces() {
     assert!(
         (rate / 100e6 - 1.0).abs() < 0.05,
         "rate {rate} bit/s vs 100 Mbit/s"
+    );
+
+    // Reverse direction (router -> server) of the same link: 20 ms as well.
+    let got = probe(
+        &tb,
+        fast_r,
+        fast_s,
+        Pattern {
+            n: 500,
+            payload: 200,
+            burst: 1,
+            gap: Duration::from_millis(1),
+            wait: Duration::from_millis(200),
+        },
+    );
+    assert!(
+        got.len() >= 495,
+        "only {} of 500 reverse probes arrived",
+        got.len()
+    );
+    let mut rev_us: Vec<f64> = got
+        .iter()
+        .map(|(r, s)| ((*r - *s) as f64 - expect_ns) / 1e3)
+        .collect();
+    rev_us.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let rev_median = rev_us[rev_us.len() / 2];
+    println!(
+        "reverse delay error (us): median {:.1} max {:.1}",
+        rev_median,
+        rev_us[rev_us.len() - 1]
+    );
+    assert!(
+        rev_median.abs() < 1000.0,
+        "reverse delay error {rev_median} us"
+    );
+
+    // Mahimahi trace: 1500 B packets offered at 12 Mbit/s into the 8 Mbit/s trace for 2.5 s.
+    let tr_r: SocketAddr = (tb.router_addr("traced").unwrap(), 9000).into();
+    let tr_s: SocketAddr = (tb.server_link_addr("traced").unwrap(), 9001).into();
+    let got = probe(
+        &tb,
+        tr_s,
+        tr_r,
+        Pattern {
+            n: 2500,
+            payload: 1472,
+            burst: 1,
+            gap: Duration::from_millis(1),
+            wait: Duration::from_millis(300),
+        },
+    );
+    let first = got
+        .iter()
+        .map(|(_, s)| *s)
+        .min()
+        .expect("trace probes arrived");
+    let (lo, hi) = (first + 300_000_000, first + 2_300_000_000);
+    let n = got.iter().filter(|(r, _)| (lo..hi).contains(r)).count();
+    let trace_rate = n as f64 * 1500.0 * 8.0 / 2.0;
+    println!(
+        "trace rate: {:.3} Mbit/s of 8 ({} packets in 2 s)",
+        trace_rate / 1e6,
+        n
+    );
+    assert!(
+        (trace_rate / 8e6 - 1.0).abs() < 0.05,
+        "trace rate {trace_rate} bit/s vs 8 Mbit/s"
     );
 
     // Loss: 5000 datagrams at 2 per ms through a link with loss 0.1.
