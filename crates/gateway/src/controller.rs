@@ -106,7 +106,12 @@ impl Controller {
                     .endpoint_id_for(a)
                     .map_err(|e| format!("carrier {:?}: endpoint_addr {a}: {e}", c.name))?,
                 (Backend::DryRun, None, Some(_)) => 0,
-                (_, None, None) => unreachable!("validated"),
+                (_, None, None) => {
+                    return Err(format!(
+                        "carrier {:?}: expected endpoint_id or endpoint_addr",
+                        c.name
+                    ))
+                }
             };
             carriers.push(CarrierRt {
                 name: c.name.clone(),
@@ -251,11 +256,19 @@ impl Controller {
         tokio::pin!(shutdown);
         let mut tick = tokio::time::interval(self.tick);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // When the source ends (a replay without `loop`), keep ticking: its last fix goes stale
+        // and the rule falls back to all regular.
+        let mut source_open = true;
         loop {
             tokio::select! {
                 _ = &mut shutdown => break,
                 _ = tick.tick() => {}
-                r = rx.changed() => { if r.is_err() { break; } }
+                r = rx.changed(), if source_open => {
+                    if r.is_err() {
+                        info!("position source ended");
+                        source_open = false;
+                    }
+                }
             }
             let st = rx.borrow_and_update().clone();
             self.step(&st, std::time::Instant::now());

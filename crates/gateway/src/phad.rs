@@ -72,25 +72,24 @@ pub fn decide(
     lead: Time,
     stale_after: Time,
 ) -> Vec<CarrierDecision> {
-    let fallback = match fix {
-        None => Some(FallbackReason::NoPosition),
-        Some((_, age)) if age > stale_after => Some(FallbackReason::Stale),
-        Some((f, _)) if !f.position_m.is_finite() || !f.speed_mps.is_finite() => {
-            Some(FallbackReason::NoPosition)
-        }
-        _ => None,
-    };
-    if let Some(r) = fallback {
-        return carriers
+    let all_regular = |r: FallbackReason| {
+        carriers
             .iter()
             .map(|c| CarrierDecision {
                 carrier: c.clone(),
                 backup: false,
                 reason: Reason::Fallback(r),
             })
-            .collect();
-    }
-    let (f, age) = fix.expect("checked above");
+            .collect()
+    };
+    let (f, age) = match fix {
+        None => return all_regular(FallbackReason::NoPosition),
+        Some((_, age)) if age > stale_after => return all_regular(FallbackReason::Stale),
+        Some((f, _)) if !f.position_m.is_finite() || !f.speed_mps.is_finite() => {
+            return all_regular(FallbackReason::NoPosition)
+        }
+        Some(x) => x,
+    };
     // Dead reckoning between fixes (GPS gives 1-10 fixes/s; PHA samples position every 10 ms).
     let f = Fix {
         position_m: f.position_m + f.speed_mps * age.secs_f64(),

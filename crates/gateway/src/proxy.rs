@@ -104,9 +104,16 @@ async fn handle(
     metrics: &Metrics,
 ) {
     let dst = match cfg.mode {
-        ProxyMode::Ground => cfg
-            .upstream
-            .expect("validated: ground mode has an upstream"),
+        ProxyMode::Ground => match cfg.upstream {
+            Some(u) => u,
+            None => {
+                // Config validation requires `upstream` in ground mode; refuse rather than panic.
+                warn!(%peer, "ground mode without proxy.upstream; refusing");
+                metrics.conn_failed.fetch_add(1, Relaxed);
+                reset(&client);
+                return;
+            }
+        },
         ProxyMode::Train => {
             let v6 = client.local_addr().map(|a| a.is_ipv6()).unwrap_or(false);
             match sockopt::original_dst(&client, v6) {

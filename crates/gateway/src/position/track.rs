@@ -59,7 +59,8 @@ impl Track {
         let mut cum = vec![0.0];
         for w in pts.windows(2) {
             let (x, y) = local_xy(w[0].0, w[0].1, w[1].0, w[1].1);
-            cum.push(cum.last().unwrap() + x.hypot(y));
+            let prev = cum.last().copied().unwrap_or(0.0);
+            cum.push(prev + x.hypot(y));
         }
         Ok(Track { pts, cum })
     }
@@ -91,7 +92,7 @@ impl Track {
     }
 
     pub fn length_m(&self) -> f64 {
-        *self.cum.last().unwrap()
+        self.cum.last().copied().unwrap_or(0.0)
     }
 
     /// Projects a fix onto the track.
