@@ -288,34 +288,40 @@ impl MptcpFlow {
         }
     }
 
-    /// Rebuild the scheduler's snapshot; `exclude` is a subflow that must not take this segment.
-    fn snapshot(&mut self, now: Time, exclude: Option<usize>) {
+    /// Rebuild the scheduler's snapshot of every subflow.
+    fn snapshot(&mut self, now: Time) {
         self.infos.clear();
-        for (i, sf) in self.subflows.iter_mut().enumerate() {
-            let room = sf.sender.room(now);
-            if let Room::PacedUntil(t) = room {
-                sf.pace_wait = Some(t);
-            }
-            let s = &sf.sender;
-            let mss = s.cfg.mss;
-            let pacing =
-                s.cc.pacing_rate_bps().unwrap_or(0) * mss as u64 / (mss + s.cfg.header) as u64;
-            self.infos.push(SubflowInfo {
-                id: i,
-                srtt: s.srtt(),
-                rttvar: s.rttvar(),
-                min_rtt: s.min_rtt(),
-                cwnd: s.cwnd(),
-                in_flight: s.in_flight(),
-                mss,
-                backup: sf.backup,
-                usable: !sf.failed && Some(i) != exclude,
-                has_space: room == Room::Yes,
-                pacing_rate_bps: pacing,
-                queued_bytes: s.in_flight() as u64 * mss as u64,
-                retransmissions: s.stats.retransmitted_packets,
-                rto_count: s.stats.rto_count,
-            });
+        for i in 0..self.subflows.len() {
+            let info = self.info(i, now);
+            self.infos.push(info);
+        }
+    }
+
+    /// The scheduler's view of subflow `i` now.
+    fn info(&mut self, i: usize, now: Time) -> SubflowInfo {
+        let sf = &mut self.subflows[i];
+        let room = sf.sender.room(now);
+        if let Room::PacedUntil(t) = room {
+            sf.pace_wait = Some(t);
+        }
+        let s = &sf.sender;
+        let mss = s.cfg.mss;
+        let pacing = s.cc.pacing_rate_bps().unwrap_or(0) * mss as u64 / (mss + s.cfg.header) as u64;
+        SubflowInfo {
+            id: i,
+            srtt: s.srtt(),
+            rttvar: s.rttvar(),
+            min_rtt: s.min_rtt(),
+            cwnd: s.cwnd(),
+            in_flight: s.in_flight(),
+            mss,
+            backup: sf.backup,
+            usable: !sf.failed,
+            has_space: room == Room::Yes,
+            pacing_rate_bps: pacing,
+            queued_bytes: s.in_flight() as u64 * mss as u64,
+            retransmissions: s.stats.retransmitted_packets,
+            rto_count: s.stats.rto_count,
         }
     }
 
@@ -409,11 +415,21 @@ impl MptcpFlow {
         }
     }
 
-    /// Ask the scheduler for each segment in turn.
+    /// Ask the scheduler for each segment in turn. The snapshot is taken once; after each send
+    /// only the subflow that sent changes, so only its entry is refreshed.
     fn push_scheduled(&mut self, now: Time, net: &mut Net) {
+        let mut have_snapshot = false;
         while let Some((dsn, len, from)) = self.next_segment() {
-            self.snapshot(now, from);
-            if !self.infos.iter().any(|i| i.usable) {
+            if !have_snapshot {
+                self.snapshot(now);
+                have_snapshot = true;
+            }
+            // A reinjected segment must go on another subflow than the one that lost it.
+            for (k, info) in self.infos.iter_mut().enumerate() {
+                info.usable = !self.subflows[k].failed && Some(k) != from;
+            }
+            // Nothing can take a segment now: no decision to ask for.
+            if !self.infos.iter().any(|i| i.usable && i.has_space) {
                 break;
             }
             let conn = self.conn_info(now);
@@ -426,6 +442,7 @@ impl MptcpFlow {
             self.subflows[i].sender.send_new(dsn, len, now, &mut |p| {
                 net.send(p);
             });
+            self.infos[i] = self.info(i, now);
             if from.is_some() {
                 self.reinject_q.pop_front();
                 self.reinjections += 1;
@@ -487,7 +504,6 @@ impl MptcpFlow {
                         self.reinjected.pop_front();
                     }
                     self.data_una = p.data_ack;
-                    self.snapshot(now, None);
                     let conn = self.conn_info(now);
                     self.scheduler.feedback(
                         &Feedback::DataAck { segments: adv },
@@ -498,7 +514,6 @@ impl MptcpFlow {
                 let edge = p.data_ack + p.rwnd as u64 / self.mss as u64;
                 self.peer_right_edge = self.peer_right_edge.max(edge);
                 if out.newly_acked > 0 {
-                    self.snapshot(now, None);
                     let conn = self.conn_info(now);
                     let rtt = Some(self.subflows[j].sender.srtt()).filter(|t| *t > Time::ZERO);
                     let fb = Feedback::Ack {
@@ -555,7 +570,6 @@ impl MptcpFlow {
         sf.rto_seen = rtos;
         sf.retrans_seen = retrans;
         if new_retrans > 0 {
-            self.snapshot(now, None);
             let conn = self.conn_info(now);
             self.scheduler
                 .feedback(&Feedback::Retransmit { id: j }, &self.infos, &conn);

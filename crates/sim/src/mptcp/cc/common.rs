@@ -26,7 +26,11 @@ impl Path {
 /// subflow has no RTT sample yet or the coupling is empty (single-path TCP): the caller then
 /// behaves as Reno. This subflow's window and RTT come from `w` and `ack` (the view in
 /// `coupling` may be a snapshot taken before this ACK).
-pub(crate) fn paths(w: &Window, ack: &AckInfo, c: &Coupling) -> Option<(Vec<Path>, usize)> {
+/// At most this many subflows (the scenario validator's limit); kept on the stack so a
+/// per-ACK window update does not allocate.
+pub(crate) type Paths = arrayvec::ArrayVec<Path, 16>;
+
+pub(crate) fn paths(w: &Window, ack: &AckInfo, c: &Coupling) -> Option<(Paths, usize)> {
     let me_view = c.subflows.get(c.me)?;
     let my_rtt = if ack.srtt.ns() > 0 {
         ack.srtt
@@ -36,7 +40,7 @@ pub(crate) fn paths(w: &Window, ack: &AckInfo, c: &Coupling) -> Option<(Vec<Path
     if my_rtt.ns() == 0 {
         return None;
     }
-    let mut out = Vec::with_capacity(c.subflows.len());
+    let mut out = Paths::new();
     let mut me = 0;
     for (i, v) in c.subflows.iter().enumerate() {
         let l = v.delivered_since_loss.max(v.delivered_between_losses);
@@ -48,7 +52,7 @@ pub(crate) fn paths(w: &Window, ack: &AckInfo, c: &Coupling) -> Option<(Vec<Path
                 mss: w.mss.max(1),
                 l,
             });
-        } else if v.active && v.srtt.ns() > 0 && v.cwnd > 0 {
+        } else if v.active && v.srtt.ns() > 0 && v.cwnd > 0 && !out.is_full() {
             out.push(Path {
                 cwnd: v.cwnd,
                 rtt_ns: v.srtt.ns(),

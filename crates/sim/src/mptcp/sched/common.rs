@@ -12,12 +12,25 @@ use super::SubflowInfo;
 /// the usable backups (RFC 8684 section 3.3.8; `get_available_subflow` tries the
 /// `subflow_is_active` selector first and falls back to `subflow_is_backup` only when no active
 /// subflow is usable at all; an active subflow that is merely out of cwnd space makes it wait).
-pub(crate) fn candidates(subs: &[SubflowInfo]) -> Vec<&SubflowInfo> {
-    let regular: Vec<&SubflowInfo> = subs.iter().filter(|s| s.usable && !s.backup).collect();
+/// At most this many subflows (the scenario validator's limit); candidate lists live on the
+/// stack so that a scheduling decision does not allocate.
+pub(crate) const MAX_SUBFLOWS: usize = 16;
+
+pub(crate) type Cands<'a> = arrayvec::ArrayVec<&'a SubflowInfo, MAX_SUBFLOWS>;
+
+pub(crate) fn candidates(subs: &[SubflowInfo]) -> Cands<'_> {
+    let regular: Cands = subs
+        .iter()
+        .filter(|s| s.usable && !s.backup)
+        .take(MAX_SUBFLOWS)
+        .collect();
     if !regular.is_empty() {
         return regular;
     }
-    subs.iter().filter(|s| s.usable && s.backup).collect()
+    subs.iter()
+        .filter(|s| s.usable && s.backup)
+        .take(MAX_SUBFLOWS)
+        .collect()
 }
 
 /// Lowest sRTT among `cands` that have cwnd space (Linux `get_available_subflow`); `None` when

@@ -40,7 +40,7 @@ impl Scheduler for RoundRobin {
     }
 
     fn pick(&mut self, subs: &[SubflowInfo], _conn: &ConnInfo) -> Decision {
-        let avail: Vec<usize> = candidates(subs)
+        let avail: arrayvec::ArrayVec<usize, { super::common::MAX_SUBFLOWS }> = candidates(subs)
             .iter()
             .filter(|s| s.has_space)
             .map(|s| s.id)
