@@ -165,6 +165,33 @@ fn check_supported(s: &Scenario) -> Result<(), ScenarioError> {
     Ok(())
 }
 
+/// The `[tcp]` settings of flow `i` that differ from Linux's defaults: the testbed runs the
+/// kernel's own TCP, so they are not applied (the caller warns). Compared field by field on the
+/// resolved configuration's `Debug` form, so fields added to the schema later are covered too.
+pub fn unapplied_tcp_options(s: &Scenario, i: usize) -> Vec<String> {
+    fn fields(dbg: &str) -> Vec<(String, String)> {
+        let inner = dbg
+            .split_once('{')
+            .map(|x| x.1)
+            .unwrap_or("")
+            .trim_end_matches('}');
+        inner
+            .split(", ")
+            .filter_map(|kv| kv.split_once(": "))
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .collect()
+    }
+    let linux = fields(&format!(
+        "{:?}",
+        railpath_scenario::TcpOptions::default().resolved()
+    ));
+    let mine = fields(&format!("{:?}", s.tcp_config(i)));
+    mine.into_iter()
+        .filter(|kv| !linux.contains(kv))
+        .map(|(k, v)| format!("{k} = {v}"))
+        .collect()
+}
+
 /// Raw `struct tcp_info` fields the testbed reads.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct TcpInfo {
@@ -372,6 +399,16 @@ pub fn run_scenario(s: &Scenario) -> Result<RunResults, TestbedError> {
             eprintln!(
                 "testbed: congestion control {k} not loaded yet (available: {})",
                 available.trim()
+            );
+        }
+    }
+    for (i, f) in s.flows.iter().enumerate() {
+        let diff = unapplied_tcp_options(s, i);
+        if !diff.is_empty() {
+            eprintln!(
+                "testbed: flow {:?}: the kernel's TCP runs with its defaults, not {}",
+                f.id,
+                diff.join(", ")
             );
         }
     }
@@ -985,6 +1022,22 @@ mod tests {
         );
         s.flows[0].prio_changes.pop();
         assert!(check_supported(&s).is_ok());
+    }
+
+    #[test]
+    fn non_linux_tcp_options_are_listed() {
+        let mut s =
+            scenario("[[flow]]\nid = \"x\"\nkind = \"tcp\"\ncc = \"cubic\"\npaths = [\"a\"]\n");
+        assert!(unapplied_tcp_options(&s, 0).is_empty());
+        // Setting a Linux default explicitly is fine; other values are listed.
+        s.tcp.min_rto_ms = Some(200.0);
+        s.tcp.initial_window = Some(4);
+        s.tcp.sack = Some(false);
+        let d = unapplied_tcp_options(&s, 0);
+        assert_eq!(
+            d,
+            vec!["initial_window = 4".to_string(), "sack = false".to_string()]
+        );
     }
 
     #[test]
