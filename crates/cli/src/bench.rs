@@ -39,13 +39,31 @@ paths = ["a"]
     )
 }
 
+/// One bulk MPTCP flow (LIA, minRTT scheduler) over two 10 Mbit/s, 10 ms, 100-packet links for
+/// 60 s.
+fn mptcp_two_links() -> String {
+    let link = |id: &str| {
+        format!("[[link]]\nid = \"{id}\"\nrate_mbps = 10\ndelay_ms = 10\nbuffer_packets = 100\n\n")
+    };
+    format!(
+        "[run]\nduration_s = 60\nseed = 1\n\n{}{}[[flow]]\nid = \"dl\"\nkind = \"mptcp\"\n\
+         cc = \"lia\"\nscheduler = \"minrtt\"\npaths = [\"a\", \"b\"]\n",
+        link("a"),
+        link("b")
+    )
+}
+
 /// The benchmark cases: (name, scenario TOML).
 pub fn cases() -> Vec<(&'static str, String)> {
     vec![
         ("tcp-newreno-10mbps-10ms-100pkt-60s", single_bulk("newreno")),
         ("tcp-cubic-10mbps-10ms-100pkt-60s", single_bulk("cubic")),
         ("tcp-bbr-10mbps-10ms-100pkt-60s", single_bulk("bbr")),
-        // More cases (e.g. an MPTCP one): add a (name, TOML) pair here.
+        (
+            "mptcp-lia-minrtt-2x10mbps-10ms-100pkt-60s",
+            mptcp_two_links(),
+        ),
+        // More cases: add a (name, TOML) pair here.
     ]
 }
 
@@ -123,10 +141,24 @@ mod tests {
             assert_eq!(s.run.duration_s, 60.0, "{name}");
             assert_eq!(s.flows.len(), 1, "{name}");
             assert!(
+                name.starts_with(s.flows[0].kind.as_str()),
+                "{name} runs {}",
+                s.flows[0].kind.as_str()
+            );
+            assert!(
                 name.contains(&s.flows[0].cc),
                 "{name} runs {}",
                 s.flows[0].cc
             );
+            // Every case says its links' rate, delay and buffer: 10 Mbit/s, 10 ms, 100 packets.
+            for l in &s.links {
+                assert_eq!(
+                    (l.rate_mbps, l.delay_ms, l.buffer_packets),
+                    (Some(10.0), 10.0, Some(100)),
+                    "{name}"
+                );
+            }
+            assert_eq!(s.links.len(), s.flows[0].paths.len(), "{name}");
         }
     }
 
