@@ -79,12 +79,12 @@ const CASES: &[(&str, &[&str])] = &[
     ),
     (
         "missing_trace.toml",
-        &["link[0].trace: cannot read trace ", "no-such-file.trace"],
+        &["link[0].trace: line 8: cannot read trace ", "no-such-file.trace"],
     ),
     (
         "trace_bad_row.toml",
         &[
-            "link[0].trace: trace ",
+            "link[0].trace: line 8: trace ",
             "bad_row.trace line 3: ",
             "found \"3.5\"",
         ],

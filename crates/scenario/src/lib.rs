@@ -463,15 +463,16 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError
         }
     }
     // Without overrides every key is where the file says; with them a line could mislead.
-    s.validate().map_err(|e| match overrides.is_empty() {
+    let add_line = |e: ScenarioError| match overrides.is_empty() {
         true => locate::with_line(e, &text),
         false => e,
-    })?;
+    };
+    s.validate().map_err(add_line)?;
     let base = path
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
-    s.load_traces(&base)?;
+    s.load_traces(&base).map_err(add_line)?;
     railpath_radio::measured::load_files(&mut s.carriers, &base)
         .map_err(|e| radio_error(&file, e))?;
     Ok(s)
