@@ -1,6 +1,7 @@
 # railpath: `make run` sets up and runs the main job; `make test` sets up and runs every test.
 CARGO ?= cargo
 OUT ?= out
+TARGET_DIR ?= $(or $(CARGO_TARGET_DIR),target)
 
 .PHONY: setup run test build lint bench
 
@@ -21,5 +22,6 @@ lint:
 test: setup lint
 	$(CARGO) test --workspace
 
+# Simulator benchmarks: one JSON line per case (numbers in docs/performance.md).
 bench: build
-	./target/release/railpath bench
+	$(TARGET_DIR)/release/railpath bench
