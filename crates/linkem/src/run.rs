@@ -386,6 +386,12 @@ impl Samples {
 
 /// Run a scenario on a fresh testbed and measure it.
 pub fn run_scenario(s: &Scenario) -> Result<RunResults, TestbedError> {
+    Ok(run_scenario_with_report(s)?.0)
+}
+
+/// [`run_scenario`], also returning the emulator's own report (timing, per-direction counters,
+/// outage events) for a record of how faithful the run was.
+pub fn run_scenario_with_report(s: &Scenario) -> Result<(RunResults, EmuReport), TestbedError> {
     check_supported(s)?;
     let wall = Instant::now();
     let ccs: Vec<(String, String)> = (0..s.flows.len())
@@ -640,7 +646,7 @@ pub fn run_scenario(s: &Scenario) -> Result<RunResults, TestbedError> {
         })
         .collect();
     results.summary.wall_s = wall.elapsed().as_secs_f64();
-    Ok(results)
+    Ok((results, report))
 }
 
 /// Server side of one flow: accept, then send `bytes` (or until the deadline).
