@@ -159,9 +159,11 @@ pub enum PositionConfig {
 pub struct PhadConfig {
     /// The handover table (JSON, "railpath-handover-table/1", written by `railpath table learn`).
     pub table: PathBuf,
-    /// Round-trip time estimate of the carriers' paths in ms.
-    #[serde(default = "default_rtt_ms")]
-    pub rtt_ms: f64,
+    /// Round-trip time of the carriers' paths in ms. When absent, the RTT is measured: the
+    /// smoothed RTT of the proxied MPTCP connections' subflows (largest subflow per sample,
+    /// averaged with gain 1/8 as RFC 6298 does for SRTT), and 100 ms until the first sample.
+    #[serde(default)]
+    pub rtt_ms: Option<f64>,
     /// How long before a predicted zone the carrier goes backup, and before its predicted end it
     /// comes back; defaults to one RTT (PHA-D, seeds.md section 1).
     #[serde(default)]
@@ -229,9 +231,8 @@ fn default_gpsd() -> SocketAddr {
 fn default_max_offtrack_m() -> f64 {
     200.0
 }
-fn default_rtt_ms() -> f64 {
-    100.0
-}
+/// The RTT assumed before the first measurement when `rtt_ms` is not configured.
+pub const DEFAULT_RTT_MS: f64 = 100.0;
 fn default_stale_after_ms() -> f64 {
     2000.0
 }
@@ -250,8 +251,9 @@ pub fn millis(ms: f64) -> Duration {
 }
 
 impl PhadConfig {
-    pub fn lead_time(&self) -> Duration {
-        millis(self.lead_time_ms.unwrap_or(self.rtt_ms))
+    /// The configured lead time: `lead_time_ms`, else `rtt_ms`; `None` means one measured RTT.
+    pub fn lead_time(&self) -> Option<Duration> {
+        self.lead_time_ms.or(self.rtt_ms).map(millis)
     }
 }
 
@@ -402,7 +404,9 @@ impl Config {
                     "[phad] needs at least one [[carrier]] with its MPTCP endpoint".into(),
                 ));
             }
-            positive("phad.rtt_ms", ph.rtt_ms, 10_000.0)?;
+            if let Some(r) = ph.rtt_ms {
+                positive("phad.rtt_ms", r, 10_000.0)?;
+            }
             if let Some(l) = ph.lead_time_ms {
                 positive("phad.lead_time_ms", l, 60_000.0)?;
             }
@@ -477,9 +481,18 @@ endpoint_addr = "10.2.0.2"
         assert_eq!(p.max_connections, 4096);
         let ph = c.phad.unwrap();
         // lead time defaults to one RTT
-        assert_eq!(ph.lead_time(), Duration::from_millis(80));
+        assert_eq!(ph.lead_time(), Some(Duration::from_millis(80)));
         assert_eq!(c.carriers.len(), 2);
         assert_eq!(c.log.format, LogFormat::Json);
+    }
+
+    #[test]
+    fn lead_time_is_measured_when_no_rtt_is_configured() {
+        let c = Config::parse(&GOOD.replace("rtt_ms = 80\n", ""), "gw.toml").unwrap();
+        assert_eq!(c.phad.unwrap().lead_time(), None);
+        let c =
+            Config::parse(&GOOD.replace("rtt_ms = 80", "lead_time_ms = 30"), "gw.toml").unwrap();
+        assert_eq!(c.phad.unwrap().lead_time(), Some(Duration::from_millis(30)));
     }
 
     #[test]

@@ -64,7 +64,8 @@ pub struct Controller {
     carriers: Vec<CarrierRt>,
     names: Vec<String>,
     predictor: Predictor,
-    lead: Time,
+    /// Fixed lead time, or `None`: one measured RTT (see [`Metrics::rtt_estimate`]).
+    lead: Option<Time>,
     stale: Time,
     tick: Duration,
     backend: Backend,
@@ -123,7 +124,7 @@ impl Controller {
             names: carriers.iter().map(|c| c.name.clone()).collect(),
             carriers,
             predictor: t.predictor,
-            lead: to_time(ph.lead_time()),
+            lead: ph.lead_time().map(to_time),
             stale: to_time(millis(ph.stale_after_ms)),
             tick: millis(ph.tick_ms),
             backend,
@@ -213,7 +214,13 @@ impl Controller {
             }
             PositionState::Unknown(_) => None,
         };
-        let ds = phad::decide(&self.predictor, &self.names, fix, self.lead, self.stale);
+        let lead = self.lead.unwrap_or_else(|| {
+            self.metrics
+                .rtt_estimate()
+                .map(to_time)
+                .unwrap_or(Time::from_ms_f64(crate::config::DEFAULT_RTT_MS))
+        });
+        let ds = phad::decide(&self.predictor, &self.names, fix, lead, self.stale);
         let fallback = ds.iter().find_map(|d| match &d.reason {
             Reason::Fallback(r) => Some(match (r, st) {
                 (_, PositionState::Unknown(why)) => why.clone(),
@@ -285,8 +292,9 @@ mod tests {
     use crate::phad::Fix;
 
     fn setup(table: &str) -> (Config, std::path::PathBuf) {
-        let dir =
-            std::env::temp_dir().join(format!("rp-gw-ctl-{}-{}", std::process::id(), table.len()));
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, Relaxed);
+        let dir = std::env::temp_dir().join(format!("rp-gw-ctl-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let t = dir.join("table.json");
         std::fs::write(&t, table).unwrap();
@@ -305,6 +313,30 @@ mod tests {
     const TABLE: &str = r#"{"format": "railpath-handover-table/1", "gps_error_m": 20.0, "runs": 1,
         "carriers": {"A": {"zones": [{"start_m": 1000.0, "end_m": 1100.0, "count": 1}], "runs": 1},
                      "B": {"zones": [], "runs": 1}, "Z": {"zones": [], "runs": 1}}}"#;
+
+    #[test]
+    fn lead_time_follows_the_measured_rtt_when_not_configured() {
+        let (cfg, dir) = setup(TABLE);
+        let mut cfg = cfg;
+        cfg.phad.as_mut().unwrap().rtt_ms = None;
+        let m = Metrics::new(&[("A".into(), None), ("B".into(), None), ("Q".into(), None)]);
+        let mut c = Controller::new(&cfg, m.clone()).unwrap();
+        let now = std::time::Instant::now();
+        // 985 m at 100 m/s: zone A starts in 150 ms.
+        let st = PositionState::Fix {
+            fix: Fix {
+                position_m: 985.0,
+                speed_mps: 100.0,
+            },
+            at: now,
+        };
+        // No sample yet: 100 ms default -> not yet.
+        assert!(!c.step(&st, now)[0].backup);
+        // Measured 200 ms -> backup.
+        m.observe_rtt_us(200_000);
+        assert!(c.step(&st, now)[0].backup);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 
     #[test]
     fn table_check_reports_unknown_and_unused_carriers() {

@@ -199,7 +199,7 @@ async fn run(cfg: Config) -> ExitCode {
                     ctl.run(pos_rx.clone(), stopped(stop_rx.clone())),
                 ));
                 info!(
-                    lead_ms = ph.lead_time().as_secs_f64() * 1e3,
+                    lead_ms = ph.lead_time().map(|l| l.as_secs_f64() * 1e3),
                     dry_run = ph.dry_run,
                     "PHA-D controller running"
                 );

@@ -44,6 +44,8 @@ pub struct Metrics {
     pub position_fixes: AtomicU64,
     pub position_errors: AtomicU64,
     pub fallbacks_all_regular: AtomicU64,
+    /// Smoothed RTT of the proxied MPTCP connections' slowest subflow, microseconds (0: none yet).
+    pub rtt_est_us: AtomicU64,
     /// 1 while the PHA-D controller runs.
     pub phad_active: AtomicI64,
     pub carriers: Vec<CarrierMetrics>,
@@ -62,6 +64,29 @@ impl Metrics {
                 .collect(),
             ..Default::default()
         })
+    }
+
+    /// Folds an RTT sample (microseconds) into the estimate: the first sample is taken as is,
+    /// later ones with gain 1/8 (RFC 6298 section 2: SRTT <- 7/8 SRTT + 1/8 R').
+    pub fn observe_rtt_us(&self, sample: u64) {
+        if sample == 0 {
+            return;
+        }
+        let _ = self.rtt_est_us.fetch_update(Relaxed, Relaxed, |old| {
+            Some(if old == 0 {
+                sample
+            } else {
+                (old * 7 + sample) / 8
+            })
+        });
+    }
+
+    /// The RTT estimate, if any sample was taken.
+    pub fn rtt_estimate(&self) -> Option<Duration> {
+        match self.rtt_est_us.load(Relaxed) {
+            0 => None,
+            us => Some(Duration::from_micros(us)),
+        }
     }
 
     pub fn carrier(&self, name: &str) -> Option<&CarrierMetrics> {
@@ -139,6 +164,12 @@ impl Metrics {
         let mut one = |name: &str, kind: &str, help: &str, v: String| {
             let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
         };
+        one(
+            "railpath_gateway_rtt_estimate_seconds",
+            "gauge",
+            "Smoothed RTT of the proxied MPTCP connections' slowest subflow (0 before any sample).",
+            format!("{}", self.rtt_est_us.load(Relaxed) as f64 / 1e6),
+        );
         one(
             "railpath_gateway_phad_active",
             "gauge",
@@ -310,6 +341,18 @@ pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rtt_estimate_is_an_rfc6298_average() {
+        let m = Metrics::new(&[]);
+        assert_eq!(m.rtt_estimate(), None);
+        m.observe_rtt_us(0); // ignored
+        m.observe_rtt_us(80_000);
+        assert_eq!(m.rtt_estimate(), Some(Duration::from_millis(80)));
+        // 7/8 * 80 ms + 1/8 * 160 ms = 90 ms
+        m.observe_rtt_us(160_000);
+        assert_eq!(m.rtt_estimate(), Some(Duration::from_millis(90)));
+    }
 
     #[test]
     fn exposition_has_help_type_and_labels() {

@@ -136,20 +136,21 @@ async fn handle(
         }
     };
     let want_mptcp = cfg.mode == ProxyMode::Train && cfg.mptcp;
-    let server = match connect(dst, want_mptcp, secs(cfg.connect_timeout_s)).await {
+    let (server, is_mptcp) = match connect(dst, want_mptcp, secs(cfg.connect_timeout_s)).await {
         Ok((s, is_mp_socket)) => {
             let transport = if !is_mp_socket {
                 metrics.conn_plain.fetch_add(1, Relaxed);
                 "tcp"
             } else if sockopt::is_mptcp(&s).unwrap_or(false) {
                 metrics.conn_mptcp.fetch_add(1, Relaxed);
+                sample_rtt(&s, metrics);
                 "mptcp"
             } else {
                 metrics.conn_fallback.fetch_add(1, Relaxed);
                 "fallback"
             };
             debug!(%peer, %dst, transport, "relaying");
-            s
+            (s, transport == "mptcp")
         }
         Err(e) => {
             debug!(%peer, %dst, error = %e, "onward connect failed");
@@ -158,15 +159,16 @@ async fn handle(
             return;
         }
     };
-    match relay(
+    let end = relay(
         client,
         server,
         cfg.buffer_bytes,
         secs(cfg.idle_timeout_s),
         metrics,
+        is_mptcp,
     )
-    .await
-    {
+    .await;
+    match end {
         Ok(RelayEnd::Done) => {}
         Ok(RelayEnd::Idle) => {
             metrics.conn_idle_timeouts.fetch_add(1, Relaxed);
@@ -175,6 +177,16 @@ async fn handle(
         Err(e) => {
             metrics.conn_errors.fetch_add(1, Relaxed);
             debug!(%peer, %dst, error = %e, "relay ended by error");
+        }
+    }
+}
+
+/// Folds the largest subflow RTT of an MPTCP connection into the gateway's RTT estimate (the
+/// PHA-D lead time when `phad.rtt_ms` is not configured).
+fn sample_rtt(s: &TcpStream, metrics: &Metrics) {
+    if let Ok(rtts) = sockopt::subflow_rtts_us(s) {
+        if let Some(max) = rtts.into_iter().max() {
+            metrics.observe_rtt_us(max as u64);
         }
     }
 }
@@ -205,13 +217,15 @@ pub enum RelayEnd {
 }
 
 /// Relays between `a` (the passenger side) and `b` (the server side) until both directions are
-/// done, one fails, or the pair is idle for `idle`.
+/// done, one fails, or the pair is idle for `idle`. With `sample_b_rtt`, `b`'s subflow RTTs are
+/// folded into the RTT estimate at the end (all subflows are up by then).
 pub async fn relay(
     mut a: TcpStream,
     mut b: TcpStream,
     buf_bytes: usize,
     idle: Duration,
     metrics: &Metrics,
+    sample_b_rtt: bool,
 ) -> io::Result<RelayEnd> {
     let start = Instant::now();
     let last = AtomicU64::new(0);
@@ -236,6 +250,9 @@ pub async fn relay(
             r = watchdog => Ok(r),
         }
     };
+    if sample_b_rtt {
+        sample_rtt(&b, metrics);
+    }
     if res.is_err() {
         // Pass a reset on as a reset, not as an orderly close that could look like a full reply.
         reset(&a);
@@ -299,7 +316,9 @@ mod tests {
         let m = Metrics::new(&[]);
         let m2 = m.clone();
         let task =
-            tokio::spawn(async move { relay(pa, pb, 4096, Duration::from_secs(30), &m2).await });
+            tokio::spawn(
+                async move { relay(pa, pb, 4096, Duration::from_secs(30), &m2, false).await },
+            );
         client.write_all(b"request").await.unwrap();
         client.shutdown().await.unwrap();
         let mut got = Vec::new();
@@ -321,7 +340,7 @@ mod tests {
         let (_client, pa, pb, _server) = setup().await;
         let m = Metrics::new(&[]);
         // Paused clock: the 10 s idle timeout elapses virtually, not in wall time.
-        let r = relay(pa, pb, 4096, Duration::from_secs(10), &m)
+        let r = relay(pa, pb, 4096, Duration::from_secs(10), &m, false)
             .await
             .unwrap();
         assert_eq!(r, RelayEnd::Idle);
@@ -333,7 +352,9 @@ mod tests {
         let m = Metrics::new(&[]);
         let m2 = m.clone();
         let task =
-            tokio::spawn(async move { relay(pa, pb, 4096, Duration::from_secs(30), &m2).await });
+            tokio::spawn(
+                async move { relay(pa, pb, 4096, Duration::from_secs(30), &m2, false).await },
+            );
         reset(&client);
         drop(client);
         assert!(task.await.unwrap().is_err());

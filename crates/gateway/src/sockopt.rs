@@ -6,6 +6,10 @@
 //! - TCP_IS_MPTCP (linux/tcp.h, 43 at SOL_TCP, kernel >= 5.16): 1 on an MPTCP socket that still
 //!   runs MPTCP; an MPTCP socket that fell back to TCP forwards the query to its one subflow, which
 //!   answers 0 (net/mptcp/sockopt.c, `mptcp_getsockopt` -> `__mptcp_tcp_fallback`).
+//! - MPTCP_TCPINFO (linux/mptcp.h, 2 at SOL_MPTCP = 284, kernel >= 5.16): a `struct
+//!   mptcp_subflow_data` header {size_subflow_data, num_subflows, size_kernel, size_user} (16
+//!   bytes, 8-aligned) followed by one `struct tcp_info` per subflow; the kernel fills
+//!   `num_subflows` and `size_kernel` and copies min(size_user, size_kernel) bytes per entry.
 //! - Socket creation with IPPROTO_MPTCP (262) and the errors that mean "no MPTCP here"
 //!   (Documentation/networking/mptcp.rst: EPROTONOSUPPORT/ENOPROTOOPT when disabled or absent).
 
@@ -18,6 +22,54 @@ use std::os::fd::AsRawFd;
 pub const SO_ORIGINAL_DST: libc::c_int = 80;
 pub const IP6T_SO_ORIGINAL_DST: libc::c_int = 80;
 pub const TCP_IS_MPTCP: libc::c_int = 43;
+pub const SOL_MPTCP: libc::c_int = 284;
+pub const MPTCP_TCPINFO: libc::c_int = 2;
+
+/// Smoothed RTT (tcpi_rtt, microseconds) of every subflow of an MPTCP socket, at most 8.
+pub fn subflow_rtts_us<S: AsRawFd>(s: &S) -> io::Result<Vec<u32>> {
+    const HDR: usize = 16;
+    const MAX: usize = 8;
+    let entry = size_of::<libc::tcp_info>();
+    // u64 storage keeps the header 8-aligned as the kernel's struct is.
+    let mut buf = vec![0u64; (HDR + MAX * entry).div_ceil(8)];
+    let bytes: &mut [u8] =
+        // SAFETY: reinterpreting owned u64 storage as bytes of the same total length.
+        unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<u8>(), buf.len() * 8) };
+    bytes[0..4].copy_from_slice(&(HDR as u32).to_ne_bytes());
+    bytes[12..16].copy_from_slice(&(entry as u32).to_ne_bytes());
+    let mut len = (HDR + MAX * entry) as libc::socklen_t;
+    // SAFETY: the buffer holds `len` bytes.
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            SOL_MPTCP,
+            MPTCP_TCPINFO,
+            bytes.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let n = u32::from_ne_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
+    let size_kernel = u32::from_ne_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize;
+    let copied = entry.min(size_kernel);
+    let rtt_off = std::mem::offset_of!(libc::tcp_info, tcpi_rtt);
+    let mut out = Vec::new();
+    for i in 0..n.min(MAX) {
+        let at = HDR + i * entry + rtt_off;
+        if rtt_off + 4 > copied || at + 4 > len as usize {
+            break;
+        }
+        out.push(u32::from_ne_bytes([
+            bytes[at],
+            bytes[at + 1],
+            bytes[at + 2],
+            bytes[at + 3],
+        ]));
+    }
+    Ok(out)
+}
 
 /// The original destination of a redirected connection.
 pub fn original_dst<S: AsRawFd>(s: &S, local_is_v6: bool) -> io::Result<SocketAddr> {

@@ -148,6 +148,11 @@ fn two_hundred_transfers_through_the_proxy_over_emulated_carriers() {
     let (a, b) = (rx("A") + tx("A"), rx("B") + tx("B"));
     println!("carrier bytes: A {:.0} MB, B {:.0} MB", a / 1e6, b / 1e6);
     assert!(a > 20e6 && b > 20e6, "one carrier idle: A {a}, B {b}\n{m}");
+    // The RTT estimate (PHA-D's default lead time) comes from the subflows: at least the 10 ms
+    // of propagation, at most what the queues can add.
+    let rtt = metric(&m, "railpath_gateway_rtt_estimate_seconds").unwrap();
+    println!("RTT estimate: {:.1} ms", rtt * 1e3);
+    assert!((0.010..1.0).contains(&rtt), "RTT estimate {rtt} s");
     assert!(daemon.alive());
     assert!(daemon.stop(), "{}", daemon.log_text());
     drop(stop_tx);
