@@ -517,45 +517,9 @@ impl Scenario {
 /// line, non-decreasing, each line one opportunity to deliver 1500 bytes; the trace repeats with
 /// period equal to its last timestamp.
 pub fn parse_mahimahi(text: &str, file: &str) -> Result<Vec<u64>, ScenarioError> {
-    let mut out = Vec::new();
-    let mut last = 0u64;
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        let v: u64 = line.parse().map_err(|_| {
-            ScenarioError::new(
-                file,
-                format!("line {}", n + 1),
-                format!("expected a non-negative integer millisecond timestamp, found {line:?}"),
-            )
-        })?;
-        if v < last {
-            return Err(ScenarioError::new(
-                file,
-                format!("line {}", n + 1),
-                format!("timestamps must not decrease ({v} after {last})"),
-            ));
-        }
-        last = v;
-        out.push(v);
-    }
-    if out.is_empty() {
-        return Err(ScenarioError::new(
-            file,
-            "",
-            "trace has no delivery opportunities",
-        ));
-    }
-    if last == 0 {
-        return Err(ScenarioError::new(
-            file,
-            "",
-            "trace must span at least 1 ms (last timestamp is 0)",
-        ));
-    }
-    Ok(out)
+    // One parser for every Mahimahi trace in railpath (links and measured carriers).
+    railpath_radio::measured::parse_mahimahi(text, file)
+        .map_err(|e| ScenarioError::new(file, e.key, e.message))
 }
 
 /// Read a trace named by `key` of the scenario file `scenario`; every error names the scenario
