@@ -5,8 +5,8 @@
 //! [`railpath_scenario::Scenario`] and returns [`results::RunResults`].
 
 pub mod engine;
-pub mod mptcp;
 mod flow;
+pub mod mptcp;
 pub mod net;
 pub mod results;
 pub mod tcp;
