@@ -56,6 +56,12 @@ fn cubic_beats_newreno_on_a_long_shallow_path() {
     let reno = run(&one_flow("newreno", 10.0, 100.0, 50, 60.0, ""));
     let cubic = run(&one_flow("cubic", 10.0, 100.0, 50, 60.0, ""));
     let (g_reno, g_cubic) = (flow(&reno, "f").goodput_bps, flow(&cubic, "f").goodput_bps);
+    // Buffer < BDP: Reno's halved window drains the queue and leaves the link idle.
+    assert!(
+        g_reno < 0.95 * achievable_bps(10.0),
+        "newreno not visibly below capacity: {}",
+        describe(&reno)
+    );
     assert!(
         g_cubic > g_reno,
         "cubic: {}\nnewreno: {}",
