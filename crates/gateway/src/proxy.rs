@@ -115,7 +115,9 @@ async fn handle(
             }
         },
         ProxyMode::Train => {
-            let v6 = client.local_addr().map(|a| a.is_ipv6()).unwrap_or(false);
+            // A dual-stack listener sees IPv4 passengers as v4-mapped IPv6: their conntrack
+            // entry is IPv4, read with SOL_IP.
+            let v6 = matches!(client.local_addr(), Ok(SocketAddr::V6(a)) if a.ip().to_ipv4_mapped().is_none());
             match sockopt::original_dst(&client, v6) {
                 Ok(d) if Some(d) == local || d.port() == 0 => {
                     // Not redirected (a direct connection to the proxy port): relaying it would
