@@ -165,6 +165,8 @@ fn run(args: RunArgs) -> Result<(), CliError> {
         "testbed: running {} for {} s in network namespaces",
         scenario.source, scenario.run.duration_s
     );
+    // Ctrl-C / SIGTERM end the run cleanly: every namespace is removed before exiting.
+    railpath_linkem::run::install_interrupt_handler();
     let (results, report) =
         railpath_linkem::run::run_scenario_with_report(&scenario).map_err(cli_error)?;
     let io = |what: &str, p: &Path, e: std::io::Error| {

@@ -47,6 +47,8 @@ pub enum TestbedError {
     UnknownLink(String),
     #[error("the emulator has stopped")]
     Stopped,
+    #[error("interrupted (the testbed was torn down)")]
+    Interrupted,
     #[error("{0}")]
     Other(String),
 }

@@ -26,8 +26,54 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// End a running [`run_scenario`] early (it then fails with [`TestbedError::Interrupted`] after
+/// tearing the testbed down). Only stores to an atomic, so a signal handler may call it.
+pub fn interrupt() {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+extern "C" fn on_signal(_: libc::c_int) {
+    interrupt();
+}
+
+/// Make SIGINT and SIGTERM end a running scenario through [`interrupt`] (the testbed is torn
+/// down, every namespace removed) instead of killing the process on the spot.
+pub fn install_interrupt_handler() {
+    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+}
+
+fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+fn running(deadline: Instant) -> bool {
+    Instant::now() < deadline && !interrupted()
+}
+
+/// Sleep until `t` in short steps; false if interrupted meanwhile.
+fn sleep_until(t: Instant) -> bool {
+    loop {
+        if interrupted() {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= t {
+            return true;
+        }
+        std::thread::sleep((t - now).min(Duration::from_millis(50)));
+    }
+}
 
 /// First server port; flow i listens on `BASE_PORT + i`.
 pub const BASE_PORT: u16 = 5201;
@@ -392,6 +438,7 @@ pub fn run_scenario(s: &Scenario) -> Result<RunResults, TestbedError> {
 /// [`run_scenario`], also returning the emulator's own report (timing, per-direction counters,
 /// outage events) for a record of how faithful the run was.
 pub fn run_scenario_with_report(s: &Scenario) -> Result<(RunResults, EmuReport), TestbedError> {
+    INTERRUPTED.store(false, Ordering::SeqCst);
     check_supported(s)?;
     let wall = Instant::now();
     let ccs: Vec<(String, String)> = (0..s.flows.len())
@@ -561,9 +608,8 @@ pub fn run_scenario_with_report(s: &Scenario) -> Result<(RunResults, EmuReport),
                 if due > deadline {
                     break;
                 }
-                let now = Instant::now();
-                if due > now {
-                    std::thread::sleep(due - now);
+                if !sleep_until(due) {
+                    break;
                 }
                 let flag = if *backup { "backup" } else { "nobackup" };
                 let r =
@@ -582,11 +628,8 @@ pub fn run_scenario_with_report(s: &Scenario) -> Result<(RunResults, EmuReport),
         loop {
             let due = origin + bin_d * k as u32;
             let now = Instant::now();
-            if due > deadline + bin_d / 2 {
+            if due > deadline + bin_d / 2 || (due > now && !sleep_until(due)) {
                 break;
-            }
-            if due > now {
-                std::thread::sleep(due - now);
             }
             for (fi, slot) in senders.iter().enumerate() {
                 let sock = slot.lock().expect("no poisoned locks").clone();
@@ -618,6 +661,9 @@ pub fn run_scenario_with_report(s: &Scenario) -> Result<(RunResults, EmuReport),
     });
     drop(senders);
     let report = tb.finish()?;
+    if interrupted() {
+        return Err(TestbedError::Interrupted);
+    }
     let l = &report.lateness;
     eprintln!(
         "testbed: emulator timing: {} packets written {:.1} us late on average (p99 {:.0} us, max {:.0} us){}",
@@ -658,7 +704,7 @@ fn serve(p: &FlowPlan, l: Socket, slot: &Mutex<Option<Arc<Socket>>>, deadline: I
                 if e.kind() == std::io::ErrorKind::WouldBlock
                     || e.kind() == std::io::ErrorKind::Interrupted =>
             {
-                if Instant::now() >= deadline {
+                if !running(deadline) {
                     return;
                 }
                 std::thread::sleep(Duration::from_millis(1));
@@ -675,7 +721,7 @@ fn serve(p: &FlowPlan, l: Socket, slot: &Mutex<Option<Arc<Socket>>>, deadline: I
     *slot.lock().expect("no poisoned locks") = Some(conn.clone());
     let buf = vec![0u8; 64 * 1024];
     let mut left = if p.bytes == 0 { u64::MAX } else { p.bytes };
-    while left > 0 && Instant::now() < deadline {
+    while left > 0 && running(deadline) {
         let n = (buf.len() as u64).min(left) as usize;
         match (&*conn).write(&buf[..n]) {
             Ok(w) => left -= w as u64,
@@ -705,11 +751,7 @@ fn receive(
         ..ClientResult::default()
     };
     let start = origin + p.start;
-    let now = Instant::now();
-    if start > now {
-        std::thread::sleep(start - now);
-    }
-    if Instant::now() >= deadline {
+    if !sleep_until(start) || !running(deadline) {
         return r;
     }
     let to = SockAddr::from(SocketAddrV4::new(SERVER_ADDR, p.port));
@@ -722,7 +764,7 @@ fn receive(
     }
     let _ = c.set_read_timeout(Some(Duration::from_millis(20)));
     let mut buf = vec![0u8; 256 * 1024];
-    while Instant::now() < deadline {
+    while running(deadline) {
         match (&c).read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {

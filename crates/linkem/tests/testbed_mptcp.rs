@@ -338,3 +338,35 @@ fn receiver_mp_prio_moves_traffic_off_a_backup_carrier() {
         "a carries the flow while b is backup"
     );
 }
+
+#[test]
+fn interrupt_ends_a_run_early_and_cleans_up() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = scenario(60.0, "", &["a"], false);
+    let t0 = std::time::Instant::now();
+    let stopper = std::thread::spawn(|| {
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        railpath_linkem::run::interrupt();
+    });
+    let r = run_scenario(&s);
+    stopper.join().unwrap();
+    assert!(
+        matches!(r, Err(railpath_linkem::TestbedError::Interrupted)),
+        "{:?}",
+        r.err()
+    );
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(15),
+        "a 60 s run ended early"
+    );
+    let list = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    let mine = format!("rp-{}-", std::process::id());
+    assert!(!list.contains(&mine), "namespaces left: {list}");
+}
