@@ -342,6 +342,30 @@ mod tests {
     }
 
     #[test]
+    fn log_records_are_read_as_handover_records_and_learned() {
+        let rec = LogRecord {
+            t_s: 1.7e9,
+            position_m: 1040.0,
+            carrier: "A".into(),
+            from_cell: "1".into(),
+            to_cell: "2".into(),
+            interruption_ms: 45.0,
+            speed_mps: 80.0,
+            predicted: true,
+        };
+        let line = serde_json::to_string(&rec).unwrap();
+        let h: railpath_radio::HandoverRecord = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            (h.carrier.as_str(), h.position_m, h.interruption_ms),
+            ("A", 1040.0, 45.0)
+        );
+        // One run with this handover and a 20 m GPS error: zone [1020, 1060].
+        let t = HandoverTable::learn(&[("run1".into(), vec![h])], 20.0).unwrap();
+        let z = &t.carriers["A"].zones[0];
+        assert_eq!((z.start_m, z.end_m, z.count), (1020.0, 1060.0, 1));
+    }
+
+    #[test]
     fn cell_id_from_mmcli_like_json() {
         let out = r#"{"modem":{"location":{"3gpp":{"cid":"0001A2B3","lac":"--"}}}}"#;
         assert_eq!(
