@@ -93,9 +93,10 @@ pub struct Handover {
 /// One time series: a value per bin.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
-    /// Flow id, or link id for link metrics.
+    /// Flow id; "" for link metrics (`queue_bytes`).
     pub flow: String,
-    /// Subflow (link) id, or "" for a whole flow or link.
+    /// Subflow id of an MPTCP flow (its link id, "a#2" for a repeated link), the link id for link
+    /// metrics, or "" for a whole flow.
     pub subflow: String,
     pub metric: &'static str,
     pub values: Vec<f64>,

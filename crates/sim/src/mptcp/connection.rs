@@ -306,7 +306,9 @@ impl MptcpFlow {
         }
         let s = &sf.sender;
         let mss = s.cfg.mss;
-        let pacing = s.cc.pacing_rate_bps().unwrap_or(0) * mss as u64 / (mss + s.cfg.header) as u64;
+        let pacing =
+            s.cc.pacing_rate_bps()
+                .map_or(0, |r| r * mss as u64 / (mss + s.cfg.header) as u64);
         SubflowInfo {
             id: i,
             srtt: s.srtt(),

@@ -30,6 +30,8 @@ impl Path {
 /// per-ACK window update does not allocate.
 pub(crate) type Paths = arrayvec::ArrayVec<Path, 16>;
 
+// Inlined so the list is built in the caller's frame rather than copied out (per ACK).
+#[inline(always)]
 pub(crate) fn paths(w: &Window, ack: &AckInfo, c: &Coupling) -> Option<(Paths, usize)> {
     let me_view = c.subflows.get(c.me)?;
     let my_rtt = if ack.srtt.ns() > 0 {
