@@ -87,16 +87,9 @@ impl CongestionControl for Balia {
                 self.n_active = 1;
             }
         }
-        if !ack.cwnd_limited {
+        let Some(acked) = w.reno_prologue(ack) else {
             return;
-        }
-        let mut acked = ack.acked;
-        if w.in_slow_start() {
-            acked = w.slow_start(acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        };
         let t = match coupled {
             Some((p, me)) if p.len() > 1 => {
                 // The window may have grown in slow start just above.

@@ -58,16 +58,9 @@ impl CongestionControl for Lia {
     }
 
     fn cong_avoid(&mut self, w: &mut Window, ack: &AckInfo, c: &Coupling) {
-        if !ack.cwnd_limited {
+        let Some(acked) = w.reno_prologue(ack) else {
             return;
-        }
-        let mut acked = ack.acked;
-        if w.in_slow_start() {
-            acked = w.slow_start(acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        };
         let t = match paths(w, ack, c) {
             Some((p, me)) => acks_per_packet(acks_per_increase(&p, me)),
             None => w.cwnd,

@@ -97,16 +97,9 @@ impl CongestionControl for Olia {
     }
 
     fn cong_avoid(&mut self, w: &mut Window, ack: &AckInfo, c: &Coupling) {
-        if !ack.cwnd_limited {
+        let Some(acked) = w.reno_prologue(ack) else {
             return;
-        }
-        let mut acked = ack.acked;
-        if w.in_slow_start() {
-            acked = w.slow_start(acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        };
         let Some((p, me)) = paths(w, ack, c) else {
             let cwnd = w.cwnd;
             w.cong_avoid_ai(cwnd, acked);

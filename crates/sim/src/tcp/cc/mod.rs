@@ -66,6 +66,20 @@ impl Window {
         left
     }
 
+    /// The common start of Linux `tcp_reno_cong_avoid()` (and the coupled algorithms built on
+    /// it): nothing unless the sender is cwnd-limited, then slow start up to ssthresh. Returns
+    /// the packets acked that are left for congestion avoidance, or `None` when none are.
+    pub fn reno_prologue(&mut self, ack: &AckInfo) -> Option<u32> {
+        if !ack.cwnd_limited {
+            return None;
+        }
+        let mut acked = ack.acked;
+        if self.in_slow_start() {
+            acked = self.slow_start(acked);
+        }
+        (acked > 0).then_some(acked)
+    }
+
     /// Linux `tcp_cong_avoid_ai()`: one packet per `w` packets acked.
     pub fn cong_avoid_ai(&mut self, w: u32, acked: u32) {
         let w = w.max(1);

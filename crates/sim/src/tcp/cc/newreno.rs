@@ -19,16 +19,9 @@ impl CongestionControl for NewReno {
     }
 
     fn cong_avoid(&mut self, w: &mut Window, ack: &AckInfo, _c: &Coupling) {
-        if !ack.cwnd_limited {
+        let Some(acked) = w.reno_prologue(ack) else {
             return;
-        }
-        let mut acked = ack.acked;
-        if w.in_slow_start() {
-            acked = w.slow_start(acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        };
         let cwnd = w.cwnd;
         w.cong_avoid_ai(cwnd, acked);
     }
