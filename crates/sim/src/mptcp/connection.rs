@@ -93,6 +93,10 @@ pub(crate) struct MptcpFlow {
     mss: u32,
     pub subflows: Vec<Subflow>,
     scheduler: Box<dyn Scheduler>,
+    /// The scheduler learns from feedback (else none is built).
+    learns: bool,
+    /// Coupled congestion control (else no sibling views are built per ACK).
+    coupled: bool,
     reinject_rule: Reinject,
     stale_loss_cnt: u32,
     // data-level sender
@@ -223,7 +227,9 @@ impl MptcpFlow {
             app: App::new(f.bytes, mss),
             mss,
             subflows,
+            learns: scheduler.wants_feedback(),
             scheduler,
+            coupled: !f.cc.starts_with("uncoupled-"),
             reinject_rule: f.reinject.unwrap_or_default(),
             stale_loss_cnt: f.stale_loss_cnt.unwrap_or(4),
             data_una: 0,
@@ -485,7 +491,9 @@ impl MptcpFlow {
                     self.push(net);
                     return;
                 }
-                self.fill_views();
+                if self.coupled {
+                    self.fill_views();
+                }
                 let me = j;
                 let out = {
                     let coupling = Coupling {
@@ -506,16 +514,18 @@ impl MptcpFlow {
                         self.reinjected.pop_front();
                     }
                     self.data_una = p.data_ack;
-                    let conn = self.conn_info(now);
-                    self.scheduler.feedback(
-                        &Feedback::DataAck { segments: adv },
-                        &self.infos,
-                        &conn,
-                    );
+                    if self.learns {
+                        let conn = self.conn_info(now);
+                        self.scheduler.feedback(
+                            &Feedback::DataAck { segments: adv },
+                            &self.infos,
+                            &conn,
+                        );
+                    }
                 }
                 let edge = p.data_ack + p.rwnd as u64 / self.mss as u64;
                 self.peer_right_edge = self.peer_right_edge.max(edge);
-                if out.newly_acked > 0 {
+                if out.newly_acked > 0 && self.learns {
                     let conn = self.conn_info(now);
                     let rtt = Some(self.subflows[j].sender.srtt()).filter(|t| *t > Time::ZERO);
                     let fb = Feedback::Ack {
@@ -571,7 +581,7 @@ impl MptcpFlow {
         let new_retrans = retrans - sf.retrans_seen;
         sf.rto_seen = rtos;
         sf.retrans_seen = retrans;
-        if new_retrans > 0 {
+        if new_retrans > 0 && self.learns {
             let conn = self.conn_info(now);
             self.scheduler
                 .feedback(&Feedback::Retransmit { id: j }, &self.infos, &conn);

@@ -187,6 +187,10 @@ impl Scheduler for Blest {
         }
     }
 
+    fn wants_feedback(&self) -> bool {
+        true
+    }
+
     fn feedback(&mut self, f: &Feedback, _subs: &[SubflowInfo], _conn: &ConnInfo) {
         if let Feedback::Retransmit { .. } = f {
             self.retrans_flag = true;

@@ -135,6 +135,10 @@ pub trait Scheduler: Send {
         false
     }
     fn feedback(&mut self, _f: &Feedback, _subs: &[SubflowInfo], _conn: &ConnInfo) {}
+    /// Whether `feedback` does anything (the connection skips building it otherwise).
+    fn wants_feedback(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

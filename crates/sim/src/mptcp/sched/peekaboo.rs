@@ -217,6 +217,10 @@ impl Scheduler for Peekaboo {
         }
     }
 
+    fn wants_feedback(&self) -> bool {
+        true
+    }
+
     fn feedback(&mut self, f: &Feedback, _subs: &[SubflowInfo], conn: &ConnInfo) {
         let Feedback::Ack {
             id, acked_segments, ..
