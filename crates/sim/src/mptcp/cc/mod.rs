@@ -23,7 +23,7 @@ pub const NAMES: [&str; 3] = ["lia", "olia", "balia"];
 /// `Coupling` on every `cong_avoid` call.
 pub fn coupled_by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
     match name {
-        "lia" => Some(Box::new(lia::Lia)),
+        "lia" => Some(Box::new(lia::Lia::default())),
         "olia" => Some(Box::new(olia::Olia::default())),
         "balia" => Some(Box::new(balia::Balia::default())),
         _ => None,
