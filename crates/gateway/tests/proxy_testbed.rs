@@ -122,14 +122,22 @@ fn two_hundred_transfers_through_the_proxy_over_emulated_carriers() {
         Some(200.0),
         "{m}"
     );
-    assert_eq!(
+    // Every onward connection was opened on an MPTCP socket. The kernel falls back to plain TCP
+    // when an MP_CAPABLE SYN has been retransmitted (net.mptcp.syn_retrans_before_tcp_fallback,
+    // 2 here): 200 simultaneous SYNs into a 300-packet emulated buffer can lose a few, so some
+    // fallbacks are expected and must be counted as such; most connections stay MPTCP.
+    let onward = |t: &str| {
         metric(
             &m,
-            "railpath_gateway_connections_onward_total{transport=\"mptcp\"}"
-        ),
-        Some(200.0),
-        "{m}"
-    );
+            &format!("railpath_gateway_connections_onward_total{{transport=\"{t}\"}}"),
+        )
+        .unwrap_or(0.0)
+    };
+    let (mptcp, fallback) = (onward("mptcp"), onward("fallback"));
+    println!("onward: {mptcp} mptcp, {fallback} fallback");
+    assert_eq!(mptcp + fallback, 200.0, "{m}");
+    assert_eq!(onward("tcp"), 0.0, "{m}");
+    assert!(mptcp >= 150.0, "only {mptcp} of 200 stayed MPTCP\n{m}");
     // Both carriers carried a real share (kernel interface counters, received bytes).
     let rx = |c: &str| {
         metric(
