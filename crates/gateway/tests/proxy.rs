@@ -412,6 +412,7 @@ fn ground_mode_terminates_mptcp_and_enforces_the_connection_limit() {
     assert!(wait_until(Duration::from_secs(10), || in_ns(&gnd, || {
         std::net::TcpStream::connect("127.0.0.1:9464").is_ok()
     })));
+    let gnd_c = gnd.clone();
     let (was_mptcp, transfer_ok, third, after) = in_ns(&gnd, move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -426,6 +427,13 @@ fn ground_mode_terminates_mptcp_and_enforces_the_connection_limit() {
                 .unwrap();
             let was_mptcp = railpath_gateway::sockopt::is_mptcp(&s).unwrap();
             let transfer_ok = transfer_on(s, 3, 2_000_000, 1_000_000).await;
+            // The daemon tears the first relay down after the client has finished: wait until
+            // it no longer counts toward the limit (on a loaded machine this takes a moment).
+            let idle = wait_until(Duration::from_secs(5), || {
+                let m = scrape(&gnd_c, "127.0.0.1:9464");
+                metric(&m, "railpath_gateway_connections_active") == Some(0.0)
+            });
+            assert!(idle, "the first relay never ended");
             // Two idle connections fill the limit; the third is reset.
             let (h1, _) = railpath_gateway::proxy::connect(addr, true, timeout)
                 .await
@@ -441,7 +449,11 @@ fn ground_mode_terminates_mptcp_and_enforces_the_connection_limit() {
             let third = tokio::time::timeout(timeout, s3.read(&mut b)).await;
             let third = matches!(third, Ok(Ok(0)) | Ok(Err(_)));
             drop((h1, h2));
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            let idle = wait_until(Duration::from_secs(5), || {
+                let m = scrape(&gnd_c, "127.0.0.1:9464");
+                metric(&m, "railpath_gateway_connections_active") == Some(0.0)
+            });
+            assert!(idle, "the held relays never ended");
             let (s4, _) = railpath_gateway::proxy::connect(addr, true, timeout)
                 .await
                 .unwrap();
