@@ -164,8 +164,10 @@ pub struct PhadConfig {
     /// averaged with gain 1/8 as RFC 6298 does for SRTT), and 100 ms until the first sample.
     #[serde(default)]
     pub rtt_ms: Option<f64>,
-    /// How long before a predicted zone the carrier goes backup, and before its predicted end it
-    /// comes back; defaults to one RTT (PHA-D, seeds.md section 1).
+    /// How long before a predicted zone the carrier goes backup; defaults to one RTT (PHA-D,
+    /// seeds.md section 1). On a real stack it must also cover the drain of the data the sender
+    /// has already queued on the subflow (docs/gateway.md). The return to regular before the
+    /// zone's predicted end is always one RTT (`rtt_ms` or measured).
     #[serde(default)]
     pub lead_time_ms: Option<f64>,
     /// A position older than this is stale: every carrier goes back to regular.
@@ -254,6 +256,10 @@ impl PhadConfig {
     /// The configured lead time: `lead_time_ms`, else `rtt_ms`; `None` means one measured RTT.
     pub fn lead_time(&self) -> Option<Duration> {
         self.lead_time_ms.or(self.rtt_ms).map(millis)
+    }
+    /// The configured RTT (the return margin before a zone's end); `None` means measured.
+    pub fn rtt(&self) -> Option<Duration> {
+        self.rtt_ms.map(millis)
     }
 }
 

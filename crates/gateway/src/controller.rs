@@ -66,6 +66,8 @@ pub struct Controller {
     predictor: Predictor,
     /// Fixed lead time, or `None`: one measured RTT (see [`Metrics::rtt_estimate`]).
     lead: Option<Time>,
+    /// Fixed RTT (the return margin before a zone's end), or `None`: measured.
+    rtt: Option<Time>,
     stale: Time,
     tick: Duration,
     backend: Backend,
@@ -125,6 +127,7 @@ impl Controller {
             carriers,
             predictor: t.predictor,
             lead: ph.lead_time().map(to_time),
+            rtt: ph.rtt().map(to_time),
             stale: to_time(millis(ph.stale_after_ms)),
             tick: millis(ph.tick_ms),
             backend,
@@ -214,13 +217,14 @@ impl Controller {
             }
             PositionState::Unknown(_) => None,
         };
-        let lead = self.lead.unwrap_or_else(|| {
+        let rtt = self.rtt.unwrap_or_else(|| {
             self.metrics
                 .rtt_estimate()
                 .map(to_time)
                 .unwrap_or(Time::from_ms_f64(crate::config::DEFAULT_RTT_MS))
         });
-        let ds = phad::decide(&self.predictor, &self.names, fix, lead, self.stale);
+        let lead = self.lead.unwrap_or(rtt);
+        let ds = phad::decide(&self.predictor, &self.names, fix, lead, rtt, self.stale);
         let fallback = ds.iter().find_map(|d| match &d.reason {
             Reason::Fallback(r) => Some(match (r, st) {
                 (_, PositionState::Unknown(why)) => why.clone(),

@@ -7,9 +7,18 @@
 //! sends MP_PRIO B=0. Zones come from the learned handover table through
 //! `railpath_radio::table::Predictor` (position-based, PHA Algorithm 1).
 //!
-//! Rule, for each configured carrier, with `lead` = one RTT unless configured:
+//! Rule, for each configured carrier, with `lead` (ahead of a zone's start: one RTT unless
+//! configured) and `back` (ahead of its end: one RTT):
 //! - backup iff some zone of the carrier has `enters_in <= lead` (this includes being in it) and
-//!   the train will not leave it within `lead` (`leaves_in > lead`, or unknown because stopped);
+//!   the train will not leave it within `back` (`leaves_in > back`, or unknown because stopped);
+//!
+//! The two margins are separate because they cover different delays. Going backup must happen
+//! early enough for the MP_PRIO to reach the sender (half an RTT) *and* for the data the sender
+//! has already committed to that subflow to drain: on Linux a bulk sender keeps its subflows'
+//! write queues full (1.1-1.6 MB each at 20 Mbit/s in the testbed, 0.5-0.65 s), so on a real
+//! stack the paper's "at least one RTT" means RTT plus that drain time (`lead_time_ms`). Coming
+//! back needs only the MP_PRIO's half RTT plus the new data's half RTT: "at most one RTT before
+//! the predicted end" (seeds.md section 1).
 //! - if this would make every carrier backup, the one whose zone is entered last (ties: the one
 //!   left first, then by name) stays regular: PHA relies on one healthy path at all times, and
 //!   with every path backup the kernel would use them all anyway;
@@ -41,7 +50,7 @@ pub enum Reason {
         end_m: f64,
         enters_in: Time,
     },
-    /// In a zone that ends within the lead time: back to regular before its end.
+    /// In a zone that ends within `back` (one RTT): back to regular before its end.
     LeavingZone { end_m: f64, leaves_in: Time },
     /// Kept regular so that one carrier stays regular.
     LastRegular,
@@ -70,6 +79,7 @@ pub fn decide(
     carriers: &[String],
     fix: Option<(Fix, Time)>,
     lead: Time,
+    back: Time,
     stale_after: Time,
 ) -> Vec<CarrierDecision> {
     let all_regular = |r: FallbackReason| {
@@ -107,7 +117,7 @@ pub fn decide(
                 };
             }
             let preds = predictor
-                .predict_carrier(c, f.position_m, f.speed_mps, lead)
+                .predict_carrier(c, f.position_m, f.speed_mps, lead.max(back))
                 .unwrap_or_default();
             let mut reason = Reason::Clear;
             let mut backup = false;
@@ -117,7 +127,7 @@ pub fn decide(
                     continue;
                 }
                 match p.leaves_in {
-                    Some(l) if l <= lead => {
+                    Some(l) if l <= back => {
                         if !backup {
                             reason = Reason::LeavingZone {
                                 end_m: p.zone_end_m,
@@ -202,11 +212,11 @@ mod tests {
     fn backup_one_lead_time_before_zone_not_earlier() {
         let p = table();
         // At 100 m/s, 100 ms is 10 m: 991 m is 90 ms before the zone -> backup.
-        let d = decide(&p, &names(), at(991.0, 100.0), LEAD, STALE);
+        let d = decide(&p, &names(), at(991.0, 100.0), LEAD, LEAD, STALE);
         assert_eq!(backups(&d), [true, false]);
         assert!(matches!(d[0].reason, Reason::ZoneAhead { start_m, .. } if start_m == 1000.0));
         // 985 m is 150 ms before -> not yet.
-        let d = decide(&p, &names(), at(985.0, 100.0), LEAD, STALE);
+        let d = decide(&p, &names(), at(985.0, 100.0), LEAD, LEAD, STALE);
         assert_eq!(backups(&d), [false, false]);
         assert_eq!(d[0].reason, Reason::Clear);
     }
@@ -216,18 +226,41 @@ mod tests {
         let p = table();
         // In the zone, 1085 m: leaves in 150 ms -> still backup.
         assert_eq!(
-            backups(&decide(&p, &names(), at(1085.0, 100.0), LEAD, STALE)),
+            backups(&decide(&p, &names(), at(1085.0, 100.0), LEAD, LEAD, STALE)),
             [true, false]
         );
         // 1095 m: leaves in 50 ms <= 100 ms -> regular.
-        let d = decide(&p, &names(), at(1095.0, 100.0), LEAD, STALE);
+        let d = decide(&p, &names(), at(1095.0, 100.0), LEAD, LEAD, STALE);
         assert_eq!(backups(&d), [false, false]);
         assert!(matches!(d[0].reason, Reason::LeavingZone { end_m, .. } if end_m == 1100.0));
         // Past the zone -> clear.
         assert_eq!(
-            decide(&p, &names(), at(1101.0, 100.0), LEAD, STALE)[0].reason,
+            decide(&p, &names(), at(1101.0, 100.0), LEAD, LEAD, STALE)[0].reason,
             Reason::Clear
         );
+    }
+
+    #[test]
+    fn entry_lead_and_return_margin_are_separate() {
+        let p = table();
+        // Lead 1 s, back 100 ms, 100 m/s: zone A [1000, 1100] m.
+        let (lead, back) = (Time::from_secs(1), Time::from_ms(100));
+        // 905 m: enters in 950 ms <= 1 s, leaves in 1950 ms -> backup.
+        let d = decide(&p, &names(), at(905.0, 100.0), lead, back, STALE);
+        assert_eq!(backups(&d), [true, false]);
+        // 895 m: enters in 1050 ms -> not yet.
+        let d = decide(&p, &names(), at(895.0, 100.0), lead, back, STALE);
+        assert_eq!(backups(&d), [false, false]);
+        // 1005 m: leaves in 950 ms, within the lead but not within back -> still backup
+        // (with one margin for both, a 1 s lead would end the backup 0.9 s before the zone end).
+        let d = decide(&p, &names(), at(1005.0, 100.0), lead, back, STALE);
+        assert_eq!(backups(&d), [true, false]);
+        // 1085 m: leaves in 150 ms -> backup; 1095 m: leaves in 50 ms <= 100 ms -> regular.
+        let d = decide(&p, &names(), at(1085.0, 100.0), lead, back, STALE);
+        assert_eq!(backups(&d), [true, false]);
+        let d = decide(&p, &names(), at(1095.0, 100.0), lead, back, STALE);
+        assert_eq!(backups(&d), [false, false]);
+        assert!(matches!(d[0].reason, Reason::LeavingZone { end_m, .. } if end_m == 1100.0));
     }
 
     #[test]
@@ -235,12 +268,12 @@ mod tests {
         let p = table();
         // Moving backwards at 1105 m: zone A (ends at 1100) is 50 ms ahead -> backup.
         assert_eq!(
-            backups(&decide(&p, &names(), at(1105.0, -100.0), LEAD, STALE)),
+            backups(&decide(&p, &names(), at(1105.0, -100.0), LEAD, LEAD, STALE)),
             [true, false]
         );
         // Moving backwards at 995 m: zone A is behind -> clear.
         assert_eq!(
-            backups(&decide(&p, &names(), at(995.0, -100.0), LEAD, STALE)),
+            backups(&decide(&p, &names(), at(995.0, -100.0), LEAD, LEAD, STALE)),
             [false, false]
         );
     }
@@ -257,7 +290,7 @@ mod tests {
             Time::from_ms(950),
         ));
         assert_eq!(
-            backups(&decide(&p, &names(), old, LEAD, STALE)),
+            backups(&decide(&p, &names(), old, LEAD, LEAD, STALE)),
             [true, false]
         );
         let fresh = Some((
@@ -268,7 +301,7 @@ mod tests {
             Time::ZERO,
         ));
         assert_eq!(
-            backups(&decide(&p, &names(), fresh, LEAD, STALE)),
+            backups(&decide(&p, &names(), fresh, LEAD, LEAD, STALE)),
             [false, false]
         );
     }
@@ -277,7 +310,7 @@ mod tests {
     fn stopped_in_zone_stays_backup() {
         let p = table();
         assert_eq!(
-            backups(&decide(&p, &names(), at(1050.0, 0.0), LEAD, STALE)),
+            backups(&decide(&p, &names(), at(1050.0, 0.0), LEAD, LEAD, STALE)),
             [true, false]
         );
     }
@@ -292,19 +325,26 @@ mod tests {
             },
             Time::from_ms(2001),
         ));
-        let d = decide(&p, &names(), stale, LEAD, STALE);
+        let d = decide(&p, &names(), stale, LEAD, LEAD, STALE);
         assert_eq!(backups(&d), [false, false]);
         assert_eq!(d[1].reason, Reason::Fallback(FallbackReason::Stale));
-        let d = decide(&p, &names(), None, LEAD, STALE);
+        let d = decide(&p, &names(), None, LEAD, LEAD, STALE);
         assert_eq!(d[0].reason, Reason::Fallback(FallbackReason::NoPosition));
-        let d = decide(&p, &names(), at(f64::NAN, 1.0), LEAD, STALE);
+        let d = decide(&p, &names(), at(f64::NAN, 1.0), LEAD, LEAD, STALE);
         assert_eq!(d[0].reason, Reason::Fallback(FallbackReason::NoPosition));
     }
 
     #[test]
     fn unknown_carrier_is_never_flipped() {
         let p = table();
-        let d = decide(&p, &["A".into(), "Z".into()], at(1050.0, 0.0), LEAD, STALE);
+        let d = decide(
+            &p,
+            &["A".into(), "Z".into()],
+            at(1050.0, 0.0),
+            LEAD,
+            LEAD,
+            STALE,
+        );
         assert_eq!(backups(&d), [true, false]);
         assert_eq!(d[1].reason, Reason::UnknownCarrier);
     }
@@ -320,11 +360,11 @@ mod tests {
         )
         .unwrap();
         let p = Predictor::new(&t);
-        let d = decide(&p, &names(), at(1050.0, 100.0), LEAD, STALE);
+        let d = decide(&p, &names(), at(1050.0, 100.0), LEAD, LEAD, STALE);
         assert_eq!(backups(&d), [true, false]);
         assert_eq!(d[1].reason, Reason::LastRegular);
         // A single carrier is never made backup.
-        let d = decide(&p, &["A".into()], at(1050.0, 100.0), LEAD, STALE);
+        let d = decide(&p, &["A".into()], at(1050.0, 100.0), LEAD, LEAD, STALE);
         assert_eq!(backups(&d), [false]);
     }
 }
