@@ -5,7 +5,8 @@
 //! or crashed-and-restarted daemon leaves plain MPTCP behind.
 
 use crate::config::{millis, CarrierConfig, Config, PhadConfig};
-use crate::metrics::Metrics;
+use crate::drain::{Drain, DrainParams, DrainTracker};
+use crate::metrics::{iface_counter, Metrics};
 use crate::phad::{self, CarrierDecision, Reason};
 use crate::pm::{PathManager, PmError};
 use crate::position::PositionState;
@@ -52,6 +53,9 @@ struct CarrierRt {
     name: String,
     id: u8,
     backup: bool,
+    /// The carrier's interface (received-byte counter for the drain measurement).
+    interface: Option<String>,
+    drain: DrainTracker,
 }
 
 /// What applies a decision: the kernel, or nothing (dry run).
@@ -73,6 +77,8 @@ pub struct Controller {
     backend: Backend,
     metrics: Arc<Metrics>,
     fallback_logged: Option<String>,
+    /// Time base of the drain measurements.
+    origin: std::time::Instant,
 }
 
 fn to_time(d: Duration) -> Time {
@@ -120,6 +126,8 @@ impl Controller {
                 name: c.name.clone(),
                 id,
                 backup: false, // set for real by init_regular below
+                interface: c.interface.clone(),
+                drain: DrainTracker::new(DrainParams::default()),
             });
         }
         let mut ctl = Controller {
@@ -133,6 +141,7 @@ impl Controller {
             backend,
             metrics,
             fallback_logged: None,
+            origin: std::time::Instant::now(),
         };
         if let Backend::Kernel(pm) = &mut ctl.backend {
             for c in &ctl.carriers {
@@ -247,15 +256,56 @@ impl Controller {
             _ => {}
         }
         self.fallback_logged = fallback;
+        let t = to_time(now.saturating_duration_since(self.origin));
+        for i in 0..self.carriers.len() {
+            let c = &mut self.carriers[i];
+            let sample = c.interface.as_deref().and_then(|f| iface_counter(f, "rx"));
+            if let Some(done) = sample.and_then(|rx| c.drain.sample(t, rx)) {
+                self.report_drain(i, done, lead);
+            }
+        }
         for (i, d) in ds.iter().enumerate() {
             if d.backup != self.carriers[i].backup {
                 let why = format!("{:?}", d.reason);
-                if let Err(e) = self.set(i, d.backup, &why) {
-                    self.flip_error(i, &e);
+                match self.set(i, d.backup, &why) {
+                    Err(e) => self.flip_error(i, &e),
+                    Ok(()) if d.backup => {
+                        let zone_at = match d.reason {
+                            Reason::ZoneAhead { enters_in, .. } => t + enters_in,
+                            _ => t,
+                        };
+                        self.carriers[i].drain.flipped_to_backup(t, zone_at);
+                    }
+                    Ok(()) => {
+                        if let Some(done) = self.carriers[i].drain.finish() {
+                            self.report_drain(i, done, lead);
+                        }
+                    }
                 }
             }
         }
         ds
+    }
+
+    /// Publishes a finished drain measurement; a late flip is a warning naming the fix.
+    fn report_drain(&self, i: usize, d: Drain, lead: Time) {
+        let c = &self.carriers[i];
+        let late = d.slack_s < 0.0;
+        if let Some(m) = self.metrics.carriers.iter().find(|m| m.name == c.name) {
+            m.drain_us.store(d.drain.ns() / 1000, Relaxed);
+            m.drains_measured.fetch_add(1, Relaxed);
+            if late {
+                m.late_flips.fetch_add(1, Relaxed);
+            }
+        }
+        let (drain_ms, slack_ms) = (d.drain.ms_f64(), d.slack_s * 1000.0);
+        let rate_mbps = d.reference_rate * 8.0 / 1e6;
+        if late {
+            warn!(carrier = %c.name, drain_ms, slack_ms, rate_mbps, lead_ms = lead.ms_f64(),
+                "carrier still receiving when its zone began: the sender's queue outlasted the lead; raise phad.lead_time_ms above the drain time");
+        } else {
+            info!(carrier = %c.name, drain_ms, slack_ms, rate_mbps, "backup drain measured");
+        }
     }
 
     /// Runs until `shutdown` resolves, then sets every carrier regular.

@@ -23,6 +23,11 @@ pub struct CarrierMetrics {
     pub handovers: AtomicU64,
     pub prediction_hits: AtomicU64,
     pub prediction_misses: AtomicU64,
+    /// Last measured drain after a flip to backup, microseconds (crate::drain).
+    pub drain_us: AtomicU64,
+    pub drains_measured: AtomicU64,
+    /// Flips after which the carrier was still receiving when its zone began.
+    pub late_flips: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -207,7 +212,7 @@ impl Metrics {
             self.fallbacks_all_regular.load(Relaxed).to_string(),
         );
         type Get = fn(&CarrierMetrics) -> String;
-        let per: [(&str, &str, &str, Get); 7] = [
+        let per: [(&str, &str, &str, Get); 10] = [
             (
                 "railpath_gateway_carrier_backup",
                 "gauge",
@@ -250,6 +255,24 @@ impl Metrics {
                 "Observed handovers outside every predicted zone (with a valid position).",
                 |c| c.prediction_misses.load(Relaxed).to_string(),
             ),
+            (
+                "railpath_gateway_backup_drain_seconds",
+                "gauge",
+                "Last drain after a flip to backup: how long the carrier's interface kept receiving data (the lead time must exceed it).",
+                |c| format!("{}", c.drain_us.load(Relaxed) as f64 / 1e6),
+            ),
+            (
+                "railpath_gateway_backup_drains_measured_total",
+                "counter",
+                "Flips to backup whose drain was measured (the carrier was receiving before).",
+                |c| c.drains_measured.load(Relaxed).to_string(),
+            ),
+            (
+                "railpath_gateway_late_flips_total",
+                "counter",
+                "Flips to backup after which the carrier was still receiving when its predicted zone began: raise phad.lead_time_ms.",
+                |c| c.late_flips.load(Relaxed).to_string(),
+            ),
         ];
         for (name, kind, help, get) in per {
             let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
@@ -284,7 +307,8 @@ fn escape(s: &str) -> String {
         .replace('\n', "\\n")
 }
 
-fn iface_counter(ifname: &str, dir: &str) -> Option<u64> {
+/// A carrier interface's kernel byte counter (`dir`: "rx" or "tx"); `None` if unreadable.
+pub fn iface_counter(ifname: &str, dir: &str) -> Option<u64> {
     if ifname.contains('/') || ifname.contains("..") {
         return None;
     }

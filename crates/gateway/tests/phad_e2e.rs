@@ -513,6 +513,26 @@ fn phad_flips_ahead_of_outages_and_raises_goodput() {
         Some(0.0)
     );
 
+    // The daemon measured how long each carrier kept receiving after each flip to backup (its
+    // interface's rx counter): one measurement per flip. Whether the lead outlasted the drain is
+    // printed (late flips are a warning in the log, not a failure: the GPS margin of the zone
+    // comes on top of the lead).
+    for c in ["A", "B"] {
+        assert_eq!(
+            metric(
+                &with.metrics,
+                &format!("railpath_gateway_backup_drains_measured_total{{carrier=\"{c}\"}}")
+            ),
+            Some(outages_of(c)),
+            "{}\n{}",
+            with.metrics,
+            with.log
+        );
+    }
+    for l in with.log.lines().filter(|l| l.contains("drain")) {
+        println!("{l}");
+    }
+
     // Goodput around the outages, the criterion: from each outage's start to 1 s after
     // its end, with PHA-D higher than without. The window that also covers the lead (from the
     // flip, lead + the zone's GPS margin before the outage) is printed: PHA-D gives up one
