@@ -179,6 +179,10 @@ pub struct PhadConfig {
     /// Only log decisions; do not change the path manager (for trials).
     #[serde(default)]
     pub dry_run: bool,
+    /// Lead = RTT + 1.25 x the largest recent measured drain (crate::drain), starting from
+    /// `lead_time_ms`; needs the carriers' `interface`.
+    #[serde(default)]
+    pub adaptive_lead: bool,
     pub position: PositionConfig,
 }
 
@@ -416,6 +420,14 @@ impl Config {
             if let Some(l) = ph.lead_time_ms {
                 positive("phad.lead_time_ms", l, 60_000.0)?;
             }
+            if ph.adaptive_lead {
+                if let Some(c) = self.carriers.iter().find(|c| c.interface.is_none()) {
+                    return Err(bad(
+                        "phad.adaptive_lead",
+                        format!("needs every carrier's `interface` (its received-byte counter measures the drain); carrier {:?} has none", c.name),
+                    ));
+                }
+            }
             positive("phad.stale_after_ms", ph.stale_after_ms, 600_000.0)?;
             positive("phad.tick_ms", ph.tick_ms, 10_000.0)?;
             match &ph.position {
@@ -490,6 +502,28 @@ endpoint_addr = "10.2.0.2"
         assert_eq!(ph.lead_time(), Some(Duration::from_millis(80)));
         assert_eq!(c.carriers.len(), 2);
         assert_eq!(c.log.format, LogFormat::Json);
+    }
+
+    #[test]
+    fn adaptive_lead_needs_every_carrier_interface() {
+        let adaptive = GOOD.replace("rtt_ms = 80", "rtt_ms = 80\nadaptive_lead = true");
+        let both = adaptive.replace(
+            "endpoint_addr = \"10.2.0.2\"",
+            "endpoint_addr = \"10.2.0.2\"\ninterface = \"wwan1\"",
+        );
+        assert!(
+            Config::parse(&both, "gw.toml")
+                .unwrap()
+                .phad
+                .unwrap()
+                .adaptive_lead
+        );
+        // Carrier B has no interface.
+        let e = err(&adaptive);
+        assert!(
+            e.contains("phad.adaptive_lead") && e.contains("interface") && e.contains("\"B\""),
+            "{e}"
+        );
     }
 
     #[test]

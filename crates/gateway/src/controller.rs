@@ -5,7 +5,7 @@
 //! or crashed-and-restarted daemon leaves plain MPTCP behind.
 
 use crate::config::{millis, CarrierConfig, Config, PhadConfig};
-use crate::drain::{Drain, DrainParams, DrainTracker};
+use crate::drain::{Drain, DrainParams, DrainTracker, LeadAdapter};
 use crate::metrics::{iface_counter, Metrics};
 use crate::phad::{self, CarrierDecision, Reason};
 use crate::pm::{PathManager, PmError};
@@ -79,6 +79,11 @@ pub struct Controller {
     fallback_logged: Option<String>,
     /// Time base of the drain measurements.
     origin: std::time::Instant,
+    /// `Some` with `phad.adaptive_lead`.
+    adaptive: Option<LeadAdapter>,
+    /// The lead of the previous tick: while a carrier is backup the lead may grow, not shrink
+    /// (a shrinking lead would bring a carrier back ahead of its zone, only to flip it again).
+    last_lead: Time,
 }
 
 fn to_time(d: Duration) -> Time {
@@ -142,6 +147,8 @@ impl Controller {
             metrics,
             fallback_logged: None,
             origin: std::time::Instant::now(),
+            adaptive: ph.adaptive_lead.then(LeadAdapter::default),
+            last_lead: Time::ZERO,
         };
         if let Backend::Kernel(pm) = &mut ctl.backend {
             for c in &ctl.carriers {
@@ -232,7 +239,15 @@ impl Controller {
                 .map(to_time)
                 .unwrap_or(Time::from_ms_f64(crate::config::DEFAULT_RTT_MS))
         });
-        let lead = self.lead.unwrap_or(rtt);
+        let mut lead = self.lead.unwrap_or(rtt);
+        if let Some(a) = &self.adaptive {
+            lead = a.lead(rtt, lead);
+        }
+        if self.carriers.iter().any(|c| c.backup) {
+            lead = lead.max(self.last_lead);
+        }
+        self.last_lead = lead;
+        self.metrics.lead_us.store(lead.ns() / 1000, Relaxed);
         let ds = phad::decide(&self.predictor, &self.names, fix, lead, rtt, self.stale);
         let fallback = ds.iter().find_map(|d| match &d.reason {
             Reason::Fallback(r) => Some(match (r, st) {
@@ -288,7 +303,10 @@ impl Controller {
     }
 
     /// Publishes a finished drain measurement; a late flip is a warning naming the fix.
-    fn report_drain(&self, i: usize, d: Drain, lead: Time) {
+    fn report_drain(&mut self, i: usize, d: Drain, lead: Time) {
+        if let Some(a) = &mut self.adaptive {
+            a.observe(&d);
+        }
         let c = &self.carriers[i];
         let late = d.slack_s < 0.0;
         if let Some(m) = self.metrics.carriers.iter().find(|m| m.name == c.name) {
@@ -367,6 +385,40 @@ mod tests {
     const TABLE: &str = r#"{"format": "railpath-handover-table/1", "gps_error_m": 20.0, "runs": 1,
         "carriers": {"A": {"zones": [{"start_m": 1000.0, "end_m": 1100.0, "count": 1}], "runs": 1},
                      "B": {"zones": [], "runs": 1}, "Z": {"zones": [], "runs": 1}}}"#;
+
+    #[test]
+    fn adaptive_lead_shrinks_only_between_zones() {
+        let (mut cfg, dir) = setup(TABLE);
+        let ph = cfg.phad.as_mut().unwrap();
+        ph.lead_time_ms = Some(800.0);
+        ph.adaptive_lead = true;
+        let m = Metrics::new(&[("A".into(), None), ("B".into(), None), ("Q".into(), None)]);
+        let mut c = Controller::new(&cfg, m.clone()).unwrap();
+        let now = std::time::Instant::now();
+        let at = |pos: f64| PositionState::Fix {
+            fix: Fix {
+                position_m: pos,
+                speed_mps: 100.0,
+            },
+            at: now,
+        };
+        // 925 m: zone A [1000, 1100] in 750 ms <= 800 ms -> backup.
+        assert!(c.step(&at(925.0), now)[0].backup);
+        // A 100 ms drain: adaptive lead RTT 100 + 125 = 225 ms. At 930 m (700 ms ahead) A stays
+        // backup: the lead does not shrink while a carrier is backup.
+        c.adaptive.as_mut().unwrap().observe(&Drain {
+            drain: Time::from_ms(100),
+            slack_s: 0.6,
+            reference_rate: 2.5e6,
+        });
+        assert!(c.step(&at(930.0), now)[0].backup);
+        assert_eq!(m.lead_us.load(Relaxed), 800_000);
+        // Past the zone: regular, and from the next tick on the lead is 225 ms.
+        assert!(!c.step(&at(1101.0), now)[0].backup);
+        c.step(&at(1101.0), now);
+        assert_eq!(m.lead_us.load(Relaxed), 225_000);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 
     #[test]
     fn lead_time_follows_the_measured_rtt_when_not_configured() {

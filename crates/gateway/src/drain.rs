@@ -19,6 +19,12 @@
 //! - the slack is the predicted zone start minus that end: negative means the carrier was still
 //!   receiving when its zone began (a late flip);
 //! - a flip back to regular before the drain ended closes the measurement with what it saw.
+//!
+//! Adaptive lead ([`LeadAdapter`], `phad.adaptive_lead`): lead = RTT + 1.25 x the largest of the
+//! last 8 drains (of any carrier: the drain is the sender's queue, much the same on every
+//! carrier of one connection), at least one RTT and at most 5 s; until the first measurement the
+//! configured lead. A late flip's drain is cut short by the interruption itself (the carrier goes
+//! quiet because the link is down), so it is a lower bound and enters doubled.
 
 use railpath_core::Time;
 use std::collections::VecDeque;
@@ -157,9 +163,80 @@ impl DrainTracker {
     }
 }
 
+/// The adaptive lead time from recent drains (rule in the module header).
+#[derive(Debug, Clone, Default)]
+pub struct LeadAdapter {
+    recent: VecDeque<Time>,
+}
+
+impl LeadAdapter {
+    /// Drains remembered.
+    pub const KEEP: usize = 8;
+    /// Upper bound of the lead.
+    pub const MAX: Time = Time::from_secs(5);
+
+    pub fn observe(&mut self, d: &Drain) {
+        let v = if d.slack_s < 0.0 {
+            d.drain + d.drain
+        } else {
+            d.drain
+        };
+        if self.recent.len() == Self::KEEP {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(v);
+    }
+
+    /// The lead for `rtt`; `initial` until the first drain was measured.
+    pub fn lead(&self, rtt: Time, initial: Time) -> Time {
+        match self.recent.iter().max() {
+            None => initial,
+            Some(&m) => (rtt + m + m.div(4)).max(rtt).min(Self::MAX.max(rtt)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn drain(ms_: u64, slack_s: f64) -> Drain {
+        Drain {
+            drain: Time::from_ms(ms_),
+            slack_s,
+            reference_rate: 2.5e6,
+        }
+    }
+
+    #[test]
+    fn adaptive_lead_is_rtt_plus_a_quarter_over_the_largest_recent_drain() {
+        let mut a = LeadAdapter::default();
+        let rtt = ms(40);
+        // No measurement: the configured lead.
+        assert_eq!(a.lead(rtt, ms(800)), ms(800));
+        // Drains 280, 343, 300 ms: 40 + 343 x 1.25 = 468.75 ms.
+        for d in [280, 343, 300] {
+            a.observe(&drain(d, 0.5));
+        }
+        assert_eq!(a.lead(rtt, ms(800)), Time::from_us(468_750));
+        // A late flip with a 150 ms drain counts as 300 ms: still 343 the largest.
+        a.observe(&drain(150, -0.05));
+        assert_eq!(a.lead(rtt, ms(800)), Time::from_us(468_750));
+        // A late flip with 300 ms counts as 600: 40 + 750 = 790 ms.
+        a.observe(&drain(300, -0.01));
+        assert_eq!(a.lead(rtt, ms(800)), ms(790));
+        // Eight more short drains push the old ones out: 40 + 1.25 x 100 = 165 ms.
+        for _ in 0..LeadAdapter::KEEP {
+            a.observe(&drain(100, 0.5));
+        }
+        assert_eq!(a.lead(rtt, ms(800)), ms(165));
+        // Zero drains: one RTT. Huge drains: capped at 5 s.
+        let mut z = LeadAdapter::default();
+        z.observe(&drain(0, 1.0));
+        assert_eq!(z.lead(rtt, ms(800)), rtt);
+        z.observe(&drain(10_000, 1.0));
+        assert_eq!(z.lead(rtt, ms(800)), Time::from_secs(5));
+    }
 
     fn ms(x: u64) -> Time {
         Time::from_ms(x)

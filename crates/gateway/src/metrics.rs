@@ -51,6 +51,8 @@ pub struct Metrics {
     pub fallbacks_all_regular: AtomicU64,
     /// Smoothed RTT of the proxied MPTCP connections' slowest subflow, microseconds (0: none yet).
     pub rtt_est_us: AtomicU64,
+    /// The PHA-D lead time in use, microseconds.
+    pub lead_us: AtomicU64,
     /// 1 while the PHA-D controller runs.
     pub phad_active: AtomicI64,
     pub carriers: Vec<CarrierMetrics>,
@@ -174,6 +176,12 @@ impl Metrics {
             "gauge",
             "Smoothed RTT of the proxied MPTCP connections' slowest subflow (0 before any sample).",
             format!("{}", self.rtt_est_us.load(Relaxed) as f64 / 1e6),
+        );
+        one(
+            "railpath_gateway_lead_time_seconds",
+            "gauge",
+            "The PHA-D lead time in use (configured, one RTT, or adaptive).",
+            format!("{}", self.lead_us.load(Relaxed) as f64 / 1e6),
         );
         one(
             "railpath_gateway_phad_active",

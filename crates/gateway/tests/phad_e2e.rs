@@ -29,8 +29,9 @@ const GPS_ERR_M: f64 = 20.0;
 const RUN_S: f64 = 76.0;
 const OUTAGE_MS: u64 = 1000;
 const RTT_MS: f64 = 40.0; // 2 x 20 ms propagation
-/// Lead time of the flip to backup, ahead of the zone (which starts GPS_ERR_M, 0.4 s, ahead of
-/// the outage). One RTT is not enough on a real stack: a bulk Linux sender keeps 0.75-1.6 MB
+/// Initial lead time of the flip to backup, ahead of the zone (which starts GPS_ERR_M, 0.4 s,
+/// ahead of the outage); the daemon then adapts it to RTT + 1.25 x the measured drain
+/// (`adaptive_lead`). One RTT is not enough on a real stack: a bulk Linux sender keeps 0.75-1.6 MB
 /// queued per subflow (measured with `ss -tni` in the server namespace: 0.3-0.65 s at 20 Mbit/s),
 /// and what is queued on the flipped subflow still goes out on it. With a 40 ms lead, 1-3 of 6
 /// outages per run still caught data on the flipped carrier and stalled the connection for 1-2 s.
@@ -278,7 +279,7 @@ fn run(
     if with_phad {
         let cfg = format!(
             "[metrics]\nlisten = \"127.0.0.1:9465\"\n[log]\nformat = \"json\"\nlevel = \"info\"\n\
-             [phad]\ntable = {:?}\nrtt_ms = {RTT_MS}\nlead_time_ms = {LEAD_MS}\ntick_ms = 10\nposition = {{ source = \"replay\", path = {:?} }}\n\
+             [phad]\ntable = {:?}\nrtt_ms = {RTT_MS}\nlead_time_ms = {LEAD_MS}\nadaptive_lead = true\ntick_ms = 10\nposition = {{ source = \"replay\", path = {:?} }}\n\
              [[carrier]]\nname = \"A\"\nendpoint_id = {}\ninterface = \"car0\"\n[[carrier]]\nname = \"B\"\nendpoint_addr = \"{}\"\ninterface = \"car1\"\n\
              [handover_log]\npath = {:?}\nevents = {:?}\n",
             dir.join("table.json").display().to_string(),
@@ -532,6 +533,13 @@ fn phad_flips_ahead_of_outages_and_raises_goodput() {
     for l in with.log.lines().filter(|l| l.contains("drain")) {
         println!("{l}");
     }
+    // The adaptive lead started at LEAD_MS and followed the drains: RTT + 1.25 x the largest.
+    let lead_s = metric(&with.metrics, "railpath_gateway_lead_time_seconds").unwrap();
+    println!("adaptive lead at the end: {:.0} ms", lead_s * 1000.0);
+    assert!(
+        lead_s > RTT_MS / 1000.0 && lead_s < LEAD_MS / 1000.0,
+        "lead {lead_s} s did not adapt from {LEAD_MS} ms"
+    );
 
     // Goodput around the outages, the issue's criterion: from each outage's start to 1 s after
     // its end, with PHA-D higher than without. The window that also covers the lead (from the
@@ -561,7 +569,7 @@ fn phad_flips_ahead_of_outages_and_raises_goodput() {
         "goodput from outage start to 1 s after its end: with PHA-D {g_with:.2} Mbit/s, without {g_without:.2} Mbit/s"
     );
     println!(
-        "goodput from {:.1} s before each outage (the flip) to 1 s after its end: with PHA-D {w_with:.2} Mbit/s, without {w_without:.2} Mbit/s",
+        "goodput from {:.1} s before each outage (initial lead + GPS margin) to 1 s after its end: with PHA-D {w_with:.2} Mbit/s, without {w_without:.2} Mbit/s",
         ahead.secs_f64()
     );
     assert!(
