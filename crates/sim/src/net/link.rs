@@ -273,9 +273,23 @@ impl LinkDir {
     /// Pop the next packet whose arrival is due at `now`. `Err(t)` means the caller must arm the
     /// arrival event at `t` (recorded as armed); `Ok(None)` means the pipe is empty.
     pub fn pop_arrival(&mut self, now: Time) -> Result<Option<Packet>, Time> {
+        Ok(if self.arrival_due(now)? {
+            self.take_arrival()
+        } else {
+            None
+        })
+    }
+
+    /// Whether the pipe's head packet arrives at `now` (then take it with
+    /// [`LinkDir::take_arrival`]): packets due during a `drop` outage are dropped first. `Err(t)`
+    /// means the caller must arm the arrival event at `t` (recorded as armed); `Ok(false)` means
+    /// the pipe is empty. Split from the taking so that the packet is moved out of the pipe once,
+    /// straight to where it goes next (packets are copied at every move).
+    #[inline]
+    pub fn arrival_due(&mut self, now: Time) -> Result<bool, Time> {
         loop {
-            let Some(&(at, p)) = self.pipe.front() else {
-                return Ok(None);
+            let Some(&(at, _)) = self.pipe.front() else {
+                return Ok(false);
             };
             if at > now {
                 self.arrival_armed = Some(at);
@@ -295,9 +309,14 @@ impl LinkDir {
                     }
                 }
             }
-            self.pipe.pop_front();
-            return Ok(Some(p));
+            return Ok(true);
         }
+    }
+
+    /// Remove the pipe's head packet (after [`LinkDir::arrival_due`] said it is due).
+    #[inline]
+    pub fn take_arrival(&mut self) -> Option<Packet> {
+        self.pipe.pop_front().map(|(_, p)| p)
     }
 
     /// An outage starts (nested outages are counted).
