@@ -95,6 +95,8 @@ pub(crate) struct MptcpFlow {
     scheduler: Box<dyn Scheduler>,
     /// The scheduler learns from feedback (else none is built).
     learns: bool,
+    /// The scheduler sends every segment on every subflow (`Scheduler::redundant`).
+    redundant: bool,
     /// Coupled congestion control (else no sibling views are built per ACK).
     coupled: bool,
     reinject_rule: Reinject,
@@ -276,6 +278,7 @@ impl MptcpFlow {
             mss,
             subflows,
             learns: scheduler.wants_feedback(),
+            redundant: scheduler.redundant(),
             scheduler,
             coupled: !f.cc.starts_with("uncoupled-"),
             reinject_rule: f.reinject.unwrap_or_default(),
@@ -417,7 +420,7 @@ impl MptcpFlow {
                 sf.pace_wait = Some(t);
             }
         }
-        if self.scheduler.redundant() {
+        if self.redundant {
             self.push_redundant(now, net);
         } else {
             self.push_scheduled(now, net);
@@ -479,14 +482,25 @@ impl MptcpFlow {
     /// only the subflow that sent changes, so only its entry is refreshed.
     fn push_scheduled(&mut self, now: Time, net: &mut Net) {
         let mut have_snapshot = false;
+        // A reinjected segment must go on another subflow than the one that lost it: that one is
+        // hidden from the scheduler (usable = false). Every other entry has usable = !failed
+        // from the snapshot and its refreshes, so only a change of the hidden subflow is written.
+        let mut hidden: Option<usize> = None;
         while let Some((dsn, len, from)) = self.next_segment() {
             if !have_snapshot {
                 self.snapshot(now);
                 have_snapshot = true;
             }
-            // A reinjected segment must go on another subflow than the one that lost it.
-            for (k, info) in self.infos.iter_mut().enumerate() {
-                info.usable = !self.subflows[k].failed && Some(k) != from;
+            if from != hidden {
+                if let Some((info, sf)) =
+                    hidden.and_then(|k| self.infos.get_mut(k).zip(self.subflows.get(k)))
+                {
+                    info.usable = !sf.failed;
+                }
+                if let Some(info) = from.and_then(|k| self.infos.get_mut(k)) {
+                    info.usable = false;
+                }
+                hidden = from;
             }
             // Nothing can take a segment now: no decision to ask for.
             if !self.infos.iter().any(|i| i.usable && i.has_space) {
