@@ -647,8 +647,20 @@ impl MptcpFlow {
         }
     }
 
-    /// Count a subflow's new retransmission timeouts: reinject and mark it failed per the rule.
+    /// Count a subflow's new retransmissions and timeouts: feedback to a learning scheduler;
+    /// at a timeout, reinject and mark the subflow failed per the rule. Called after every ACK
+    /// and timer, almost always with nothing new.
+    #[inline]
     fn note_retransmissions(&mut self, j: usize, now: Time) {
+        let sf = &self.subflows[j];
+        if sf.sender.stats.rto_count != sf.rto_seen
+            || sf.sender.stats.retransmitted_packets != sf.retrans_seen
+        {
+            self.note_new_retransmissions(j, now);
+        }
+    }
+
+    fn note_new_retransmissions(&mut self, j: usize, now: Time) {
         let sf = &mut self.subflows[j];
         let rtos = sf.sender.stats.rto_count;
         let retrans = sf.sender.stats.retransmitted_packets;
@@ -703,17 +715,17 @@ impl MptcpFlow {
     fn fill_views(&mut self) {
         self.views.clear();
         let all_backup = self.subflows.iter().all(|s| s.backup || s.failed);
-        for sf in &self.subflows {
+        self.views.extend(self.subflows.iter().map(|sf| {
             let s = &sf.sender;
-            self.views.push(SubflowView {
+            SubflowView {
                 cwnd: s.cwnd(),
                 srtt: s.srtt(),
                 mss: s.cfg.mss,
                 delivered_since_loss: s.delivered_since_loss,
                 delivered_between_losses: s.delivered_between_losses,
                 active: all_backup || !(sf.backup || sf.failed),
-            });
-        }
+            }
+        }));
     }
 
     pub fn on_timer(&mut self, sub: u16, side: u8, net: &mut Net) {
