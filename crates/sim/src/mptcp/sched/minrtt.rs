@@ -28,14 +28,13 @@ fn pick_min_rtt(subs: &[SubflowInfo]) -> Option<&SubflowInfo> {
     let mut regular: Option<&SubflowInfo> = None;
     let mut backup: Option<&SubflowInfo> = None;
     for s in subs.iter().filter(|s| s.usable) {
-        let best = if s.backup {
-            &mut backup
-        } else {
+        if !s.backup {
             any_regular = true;
-            &mut regular
-        };
-        if s.has_space && best.is_none_or(|b| s.srtt < b.srtt) {
-            *best = Some(s);
+            if s.has_space && regular.is_none_or(|b| s.srtt < b.srtt) {
+                regular = Some(s);
+            }
+        } else if s.has_space && backup.is_none_or(|b| s.srtt < b.srtt) {
+            backup = Some(s);
         }
     }
     if any_regular {
