@@ -163,8 +163,9 @@ impl DataReceiver {
             }
         } else {
             let off = (dsn - self.rcv_nxt) as usize;
-            if self.ooo.len() <= off {
-                self.ooo.resize(off + 1, None);
+            // Usually one slot more (data arrives out of order one segment at a time).
+            while self.ooo.len() <= off {
+                self.ooo.push_back(None);
             }
             if self.ooo[off].is_none() {
                 self.ooo[off] = Some((len, arrived));
