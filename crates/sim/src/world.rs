@@ -361,11 +361,10 @@ impl World {
                 Event::LinkService { dir } => self.net.service(dir),
                 Event::LinkArrival { dir } => {
                     if self.net.take_arrival_event(dir) {
-                        while let Some(p) = self.net.arrival(dir) {
-                            if let Some((e, p)) = self.net.forward(p) {
-                                self.deliver(e, p);
-                            }
-                        }
+                        let flows = &mut self.flows;
+                        self.net.arrivals(dir, |net, e, p| {
+                            flows[e.flow as usize].on_packet(e.sub, e.side, p, net)
+                        });
                     }
                 }
                 Event::Timer { flow, sub, side } => {
@@ -389,11 +388,6 @@ impl World {
         }
         self.net.sched.advance_to(end);
         progress(1.0);
-    }
-
-    #[inline]
-    fn deliver(&mut self, e: Endpoint, p: crate::net::packet::Packet) {
-        self.flows[e.flow as usize].on_packet(e.sub, e.side, &p, &mut self.net);
     }
 
     fn link_step(&mut self, li: usize) {

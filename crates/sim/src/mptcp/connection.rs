@@ -95,6 +95,8 @@ pub(crate) struct MptcpFlow {
     scheduler: Box<dyn Scheduler>,
     /// The scheduler learns from feedback (else none is built).
     learns: bool,
+    /// The scheduler sends every segment on every subflow (`Scheduler::redundant`).
+    redundant: bool,
     /// Coupled congestion control (else no sibling views are built per ACK).
     coupled: bool,
     reinject_rule: Reinject,
@@ -110,20 +112,12 @@ pub(crate) struct MptcpFlow {
     reinjected: VecDeque<bool>,
     reinjections: u64,
     // data-level receiver
-    rcv_nxt: u64,
-    /// Out-of-order data: slot i holds DSN rcv_nxt + i (len, arrival).
-    ooo: VecDeque<Option<(u32, Time)>>,
-    ooo_count: u64,
+    rx: DataReceiver,
     rcv_buf_segs: u64,
-    pub delivered_bytes: u64,
     pub completed_at: Option<Time>,
-    reorder_sum: Time,
-    reorder_max: Time,
-    reorder_count: u64,
     // scripted control
     pub prio_script: Vec<PrioScript>,
     // statistics
-    bin_bytes: u64,
     goodput: Vec<f64>,
     rcv_buf_samples: Vec<f64>,
     snd_buf_samples: Vec<f64>,
@@ -132,7 +126,64 @@ pub(crate) struct MptcpFlow {
     // scratch, reused so the hot path does not allocate
     views: Vec<SubflowView>,
     infos: Vec<SubflowInfo>,
-    rx_scratch: Vec<(u64, u32, Time)>,
+}
+
+/// The data-level receiver: reassembly in DSN order; what is out of order waits in the shared
+/// receive buffer.
+struct DataReceiver {
+    /// Next DSN to deliver to the application.
+    rcv_nxt: u64,
+    /// Out-of-order data: slot i holds DSN rcv_nxt + i (len, arrival).
+    ooo: VecDeque<Option<(u32, Time)>>,
+    ooo_count: u64,
+    delivered_bytes: u64,
+    bin_bytes: u64,
+    reorder_sum: Time,
+    reorder_max: Time,
+    reorder_count: u64,
+}
+
+impl DataReceiver {
+    /// A segment became in-order at subflow level (it arrived at `arrived`). Returns false for a
+    /// copy of data already delivered (a reinjection or redundant scheduling), which changes
+    /// nothing.
+    fn arrive(&mut self, dsn: u64, len: u32, arrived: Time, now: Time) -> bool {
+        if dsn < self.rcv_nxt {
+            return false;
+        }
+        if dsn == self.rcv_nxt {
+            self.deliver(len, arrived, now);
+            if !self.ooo.is_empty() {
+                self.ooo.pop_front();
+            }
+            while let Some(Some((l, a))) = self.ooo.front().copied() {
+                self.ooo.pop_front();
+                self.ooo_count -= 1;
+                self.deliver(l, a, now);
+            }
+        } else {
+            let off = (dsn - self.rcv_nxt) as usize;
+            // Usually one slot more (data arrives out of order one segment at a time).
+            while self.ooo.len() <= off {
+                self.ooo.push_back(None);
+            }
+            if self.ooo[off].is_none() {
+                self.ooo[off] = Some((len, arrived));
+                self.ooo_count += 1;
+            }
+        }
+        true
+    }
+
+    fn deliver(&mut self, len: u32, arrived: Time, now: Time) {
+        self.rcv_nxt += 1;
+        self.delivered_bytes += len as u64;
+        self.bin_bytes += len as u64;
+        let d = now - arrived;
+        self.reorder_sum += d;
+        self.reorder_max = self.reorder_max.max(d);
+        self.reorder_count += 1;
+    }
 }
 
 impl MptcpFlow {
@@ -228,6 +279,7 @@ impl MptcpFlow {
             mss,
             subflows,
             learns: scheduler.wants_feedback(),
+            redundant: scheduler.redundant(),
             scheduler,
             coupled: !f.cc.starts_with("uncoupled-"),
             reinject_rule: f.reinject.unwrap_or_default(),
@@ -238,17 +290,19 @@ impl MptcpFlow {
             reinject_q: VecDeque::new(),
             reinjected: VecDeque::with_capacity(1024),
             reinjections: 0,
-            rcv_nxt: 0,
-            ooo: VecDeque::with_capacity(1024),
-            ooo_count: 0,
+            rx: DataReceiver {
+                rcv_nxt: 0,
+                ooo: VecDeque::with_capacity(1024),
+                ooo_count: 0,
+                delivered_bytes: 0,
+                bin_bytes: 0,
+                reorder_sum: Time::ZERO,
+                reorder_max: Time::ZERO,
+                reorder_count: 0,
+            },
             rcv_buf_segs,
-            delivered_bytes: 0,
             completed_at: None,
-            reorder_sum: Time::ZERO,
-            reorder_max: Time::ZERO,
-            reorder_count: 0,
             prio_script,
-            bin_bytes: 0,
             goodput: Vec::with_capacity(setup.nbins),
             rcv_buf_samples: Vec::with_capacity(setup.nbins),
             snd_buf_samples: Vec::with_capacity(setup.nbins),
@@ -256,7 +310,6 @@ impl MptcpFlow {
             snd_buf_max: 0,
             views: Vec::with_capacity(n),
             infos: Vec::with_capacity(n),
-            rx_scratch: Vec::with_capacity(64),
         })
     }
 
@@ -266,12 +319,15 @@ impl MptcpFlow {
 
     /// Segments held at the receiver waiting for earlier data (data and subflow level).
     fn rcv_held(&self) -> u64 {
-        self.ooo_count
-            + self
-                .subflows
-                .iter()
-                .map(|s| s.receiver.ooo_segments() as u64)
-                .sum::<u64>()
+        self.rx.ooo_count + self.subflow_held()
+    }
+
+    /// Segments held out of order by the subflow receivers.
+    fn subflow_held(&self) -> u64 {
+        self.subflows
+            .iter()
+            .map(|s| s.receiver.ooo_segments() as u64)
+            .sum::<u64>()
     }
 
     fn send_buffered(&self) -> u64 {
@@ -365,7 +421,7 @@ impl MptcpFlow {
                 sf.pace_wait = Some(t);
             }
         }
-        if self.scheduler.redundant() {
+        if self.redundant {
             self.push_redundant(now, net);
         } else {
             self.push_scheduled(now, net);
@@ -427,14 +483,25 @@ impl MptcpFlow {
     /// only the subflow that sent changes, so only its entry is refreshed.
     fn push_scheduled(&mut self, now: Time, net: &mut Net) {
         let mut have_snapshot = false;
+        // A reinjected segment must go on another subflow than the one that lost it: that one is
+        // hidden from the scheduler (usable = false). Every other entry has usable = !failed
+        // from the snapshot and its refreshes, so only a change of the hidden subflow is written.
+        let mut hidden: Option<usize> = None;
         while let Some((dsn, len, from)) = self.next_segment() {
             if !have_snapshot {
                 self.snapshot(now);
                 have_snapshot = true;
             }
-            // A reinjected segment must go on another subflow than the one that lost it.
-            for (k, info) in self.infos.iter_mut().enumerate() {
-                info.usable = !self.subflows[k].failed && Some(k) != from;
+            if from != hidden {
+                if let Some((info, sf)) =
+                    hidden.and_then(|k| self.infos.get_mut(k).zip(self.subflows.get(k)))
+                {
+                    info.usable = !sf.failed;
+                }
+                if let Some(info) = from.and_then(|k| self.infos.get_mut(k)) {
+                    info.usable = false;
+                }
+                hidden = from;
             }
             // Nothing can take a segment now: no decision to ask for.
             if !self.infos.iter().any(|i| i.usable && i.has_space) {
@@ -539,21 +606,30 @@ impl MptcpFlow {
                 self.push(net);
             }
             Side::Receiver => {
-                // Segments the subflow releases in order, collected in a reused buffer.
-                let mut got = std::mem::take(&mut self.rx_scratch);
-                let decision =
-                    self.subflows[j]
-                        .receiver
-                        .on_data(p, now, &mut |dsn, len, arrived| {
-                            got.push((dsn, len, arrived))
-                        });
-                for &(dsn, len, arrived) in &got {
-                    self.subflows[j].delivered_bytes += len as u64;
-                    self.subflows[j].bin_bytes += len as u64;
-                    self.data_arrival(dsn, len, arrived, now);
+                // Segments the subflow releases in order go straight to data-level reassembly.
+                // The receive buffer's high-water mark is taken after each new segment, with
+                // the subflow receivers as they are once this packet is processed: the highest
+                // data-level count in this batch plus what the subflows hold then.
+                let sf = &mut self.subflows[j];
+                let rx = &mut self.rx;
+                let mut peak: Option<u64> = None;
+                let decision = sf.receiver.on_data(p, now, &mut |dsn, len, arrived| {
+                    sf.delivered_bytes += len as u64;
+                    sf.bin_bytes += len as u64;
+                    if rx.arrive(dsn, len, arrived, now) {
+                        peak = Some(peak.map_or(rx.ooo_count, |m| m.max(rx.ooo_count)));
+                    }
+                });
+                if let Some(peak) = peak {
+                    let held = peak + self.subflow_held();
+                    self.rcv_buf_max = self.rcv_buf_max.max(held);
+                    if self.completed_at.is_none()
+                        && self.app.total_bytes > 0
+                        && self.rx.delivered_bytes >= self.app.total_bytes
+                    {
+                        self.completed_at = Some(now);
+                    }
                 }
-                got.clear();
-                self.rx_scratch = got;
                 match decision {
                     AckDecision::Now => self.send_ack(j, net),
                     AckDecision::Delayed(t) => {
@@ -572,8 +648,20 @@ impl MptcpFlow {
         }
     }
 
-    /// Count a subflow's new retransmission timeouts: reinject and mark it failed per the rule.
+    /// Count a subflow's new retransmissions and timeouts: feedback to a learning scheduler;
+    /// at a timeout, reinject and mark the subflow failed per the rule. Called after every ACK
+    /// and timer, almost always with nothing new.
+    #[inline]
     fn note_retransmissions(&mut self, j: usize, now: Time) {
+        let sf = &self.subflows[j];
+        if sf.sender.stats.rto_count != sf.rto_seen
+            || sf.sender.stats.retransmitted_packets != sf.retrans_seen
+        {
+            self.note_new_retransmissions(j, now);
+        }
+    }
+
+    fn note_new_retransmissions(&mut self, j: usize, now: Time) {
         let sf = &mut self.subflows[j];
         let rtos = sf.sender.stats.rto_count;
         let retrans = sf.sender.stats.retransmitted_packets;
@@ -616,55 +704,10 @@ impl MptcpFlow {
         }
     }
 
-    /// A segment became in-order at subflow level: data-level reassembly.
-    fn data_arrival(&mut self, dsn: u64, len: u32, arrived: Time, now: Time) {
-        if dsn < self.rcv_nxt {
-            return; // a copy (reinjection or redundant scheduling)
-        }
-        if dsn == self.rcv_nxt {
-            self.deliver(len, arrived, now);
-            if !self.ooo.is_empty() {
-                self.ooo.pop_front();
-            }
-            while let Some(Some((l, a))) = self.ooo.front().copied() {
-                self.ooo.pop_front();
-                self.ooo_count -= 1;
-                self.deliver(l, a, now);
-            }
-        } else {
-            let off = (dsn - self.rcv_nxt) as usize;
-            if self.ooo.len() <= off {
-                self.ooo.resize(off + 1, None);
-            }
-            if self.ooo[off].is_none() {
-                self.ooo[off] = Some((len, arrived));
-                self.ooo_count += 1;
-            }
-        }
-        let held = self.rcv_held();
-        self.rcv_buf_max = self.rcv_buf_max.max(held);
-        if self.completed_at.is_none()
-            && self.app.total_bytes > 0
-            && self.delivered_bytes >= self.app.total_bytes
-        {
-            self.completed_at = Some(now);
-        }
-    }
-
-    fn deliver(&mut self, len: u32, arrived: Time, now: Time) {
-        self.rcv_nxt += 1;
-        self.delivered_bytes += len as u64;
-        self.bin_bytes += len as u64;
-        let d = now - arrived;
-        self.reorder_sum += d;
-        self.reorder_max = self.reorder_max.max(d);
-        self.reorder_count += 1;
-    }
-
     fn send_ack(&mut self, j: usize, net: &mut Net) {
         let sf = &self.subflows[j];
         let mut ack = sf.receiver.build_ack(sf.ack_route);
-        ack.data_ack = self.rcv_nxt;
+        ack.data_ack = self.rx.rcv_nxt;
         ack.rwnd = Packet::window(self.rcv_buf_segs * self.mss as u64);
         ack.size += 8; // DSS option with a data ACK (RFC 8684 3.3)
         net.send(ack);
@@ -673,17 +716,17 @@ impl MptcpFlow {
     fn fill_views(&mut self) {
         self.views.clear();
         let all_backup = self.subflows.iter().all(|s| s.backup || s.failed);
-        for sf in &self.subflows {
+        self.views.extend(self.subflows.iter().map(|sf| {
             let s = &sf.sender;
-            self.views.push(SubflowView {
+            SubflowView {
                 cwnd: s.cwnd(),
                 srtt: s.srtt(),
                 mss: s.cfg.mss,
                 delivered_since_loss: s.delivered_since_loss,
                 delivered_between_losses: s.delivered_between_losses,
                 active: all_backup || !(sf.backup || sf.failed),
-            });
-        }
+            }
+        }));
     }
 
     pub fn on_timer(&mut self, sub: u16, side: u8, net: &mut Net) {
@@ -742,7 +785,7 @@ impl MptcpFlow {
                 p.size = sf.receiver.cfg.ack_bytes as u16 + MP_PRIO_BYTES;
                 p.flags = flags::MP_PRIO | if pc.backup { flags::BACKUP } else { 0 };
                 p.dsn = pc.sub as u64;
-                p.data_ack = self.rcv_nxt;
+                p.data_ack = self.rx.rcv_nxt;
                 net.send(p);
             }
         }
@@ -751,8 +794,8 @@ impl MptcpFlow {
     pub fn sample(&mut self, width: Time) {
         let w = width.secs_f64();
         let rate = |b: u64| if w > 0.0 { b as f64 * 8.0 / w } else { 0.0 };
-        self.goodput.push(rate(self.bin_bytes));
-        self.bin_bytes = 0;
+        self.goodput.push(rate(self.rx.bin_bytes));
+        self.rx.bin_bytes = 0;
         for sf in &mut self.subflows {
             sf.goodput.push(rate(sf.bin_bytes));
             sf.bin_bytes = 0;
@@ -801,8 +844,8 @@ impl MptcpFlow {
             cc: self.cc_name.clone(),
             scheduler: Some(self.sched_name.clone()),
             mechanisms: Vec::new(),
-            goodput_bps: gp(self.delivered_bytes),
-            delivered_bytes: self.delivered_bytes,
+            goodput_bps: gp(self.rx.delivered_bytes),
+            delivered_bytes: self.rx.delivered_bytes,
             sent_packets: sent,
             retransmitted_packets: retrans,
             rto_count: self.subflows.iter().map(|s| s.sender.stats.rto_count).sum(),
@@ -831,12 +874,12 @@ impl MptcpFlow {
                 avg_packets: mean(&self.snd_buf_samples),
             }),
             reorder_delay_ms: Some(AvgMax {
-                avg: if self.reorder_count == 0 {
+                avg: if self.rx.reorder_count == 0 {
                     0.0
                 } else {
-                    self.reorder_sum.ms_f64() / self.reorder_count as f64
+                    self.rx.reorder_sum.ms_f64() / self.rx.reorder_count as f64
                 },
-                max: self.reorder_max.ms_f64(),
+                max: self.rx.reorder_max.ms_f64(),
             }),
         };
         let mut series = vec![

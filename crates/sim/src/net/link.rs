@@ -98,11 +98,16 @@ pub struct LinkDir {
     pub down: u32,
     /// End of the current outage (for re-arming held pipe arrivals).
     pub down_until: Time,
-    pub queue: VecDeque<Packet>,
+    /// Every packet of this direction in FIFO order: first the pipe's (propagating, with their
+    /// arrival times), then the queue's (the first one at the server; the time is unused). One
+    /// ring buffer, so that a packet leaving the server enters the pipe where it is, unmoved
+    /// (packets are copied at every move).
+    packets: VecDeque<(Time, Packet)>,
+    /// How many of `packets` are in the pipe.
+    in_pipe: usize,
     pub queued_bytes: u64,
     /// The server is serialising the head packet (or waiting for a delivery opportunity).
     pub busy: bool,
-    pipe: VecDeque<(Time, Packet)>,
     arrival_armed: Option<Time>,
     last_arrival: Time,
     rng: Rng,
@@ -138,13 +143,15 @@ impl LinkDir {
             outage_mode: OutageMode::Hold,
             down: 0,
             down_until: Time::ZERO,
-            queue: VecDeque::with_capacity(match limit {
-                Limit::Packets(n) => n.min(100_000) as usize + 1,
-                Limit::Bytes(b) => (b / 1500).min(100_000) as usize + 1,
-            }),
+            packets: VecDeque::with_capacity(
+                256 + match limit {
+                    Limit::Packets(n) => n.min(100_000) as usize + 1,
+                    Limit::Bytes(b) => (b / 1500).min(100_000) as usize + 1,
+                },
+            ),
+            in_pipe: 0,
             queued_bytes: 0,
             busy: false,
-            pipe: VecDeque::with_capacity(256),
             arrival_armed: None,
             last_arrival: Time::ZERO,
             rng,
@@ -152,9 +159,14 @@ impl LinkDir {
         }
     }
 
+    /// Packets in the queue (the one being served included).
+    pub fn queue_len(&self) -> usize {
+        self.packets.len() - self.in_pipe
+    }
+
     fn fits(&self, size: u32) -> bool {
         match self.limit {
-            Limit::Packets(n) => (self.queue.len() as u64) < n as u64,
+            Limit::Packets(n) => (self.queue_len() as u64) < n as u64,
             Limit::Bytes(b) => self.queued_bytes + size as u64 <= b,
         }
     }
@@ -172,7 +184,7 @@ impl LinkDir {
         p.enq = now;
         self.queued_bytes += p.size as u64;
         self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queued_bytes);
-        self.queue.push_back(p);
+        self.packets.push_back((Time::ZERO, p));
         if !self.busy && self.down == 0 {
             self.start(now)
         } else {
@@ -182,7 +194,8 @@ impl LinkDir {
 
     /// Start serving the head packet.
     fn start(&mut self, now: Time) -> Wake {
-        let Some(head) = self.queue.front() else {
+        // The packet at the server: the queue's head.
+        let Some((_, head)) = self.packets.get(self.in_pipe) else {
             self.busy = false;
             return Wake::None;
         };
@@ -199,9 +212,8 @@ impl LinkDir {
     pub fn service(&mut self, now: Time) -> (Wake, Option<Time>) {
         let mut arm = None;
         if self.trace.is_none() {
-            if let Some(p) = self.queue.pop_front() {
-                self.queued_bytes -= p.size as u64;
-                arm = self.finish(p, now);
+            if self.queue_len() > 0 {
+                arm = self.finish(now);
             }
         } else {
             let mut budget = MAHIMAHI_OPPORTUNITY_BYTES;
@@ -210,7 +222,7 @@ impl LinkDir {
                 tr.cursor += 1; // this opportunity is used
             }
             while budget > 0 {
-                let Some(head) = self.queue.front() else {
+                let Some((_, head)) = self.packets.get(self.in_pipe) else {
                     break;
                 };
                 let tr = self.trace.as_mut().expect("trace");
@@ -221,9 +233,7 @@ impl LinkDir {
                 } else {
                     budget -= left;
                     tr.head_done = 0;
-                    let p = self.queue.pop_front().expect("head");
-                    self.queued_bytes -= p.size as u64;
-                    if let Some(a) = self.finish(p, now) {
+                    if let Some(a) = self.finish(now) {
                         arm.get_or_insert(a);
                     }
                 }
@@ -236,21 +246,29 @@ impl LinkDir {
         (self.start(now), arm)
     }
 
-    /// A packet leaves the server: random loss, then the pipe.
-    fn finish(&mut self, p: Packet, now: Time) -> Option<Time> {
-        let sojourn = now - p.enq;
+    /// The head packet (there is one) leaves the server: random loss, then the pipe.
+    fn finish(&mut self, now: Time) -> Option<Time> {
+        let i = self.in_pipe;
+        let (enq, size) = {
+            let p = &self.packets[i].1;
+            (p.enq, p.size as u64)
+        };
+        self.queued_bytes -= size;
+        let sojourn = now - enq;
         self.stats.queue_delay_sum += sojourn;
         self.stats.queue_delay_max = self.stats.queue_delay_max.max(sojourn);
         let p_loss = self.loss + self.extra_loss - self.loss * self.extra_loss;
         if p_loss > 0.0 && self.rng.bernoulli(p_loss) {
+            self.packets.remove(i);
             self.stats.drops_random += 1;
             return None;
         }
         self.stats.forwarded += 1;
-        self.stats.forwarded_bytes += p.size as u64;
+        self.stats.forwarded_bytes += size;
         let at = (now + self.base_delay + self.extra_delay).max(self.last_arrival);
         self.last_arrival = at;
-        self.pipe.push_back((at, p));
+        self.packets[i].0 = at;
+        self.in_pipe += 1;
         if self.arrival_armed.is_none() {
             self.arrival_armed = Some(at);
             Some(at)
@@ -273,10 +291,25 @@ impl LinkDir {
     /// Pop the next packet whose arrival is due at `now`. `Err(t)` means the caller must arm the
     /// arrival event at `t` (recorded as armed); `Ok(None)` means the pipe is empty.
     pub fn pop_arrival(&mut self, now: Time) -> Result<Option<Packet>, Time> {
+        Ok(if self.arrival_due(now)? {
+            self.take_arrival()
+        } else {
+            None
+        })
+    }
+
+    /// Whether the pipe's head packet arrives at `now` (then take it with
+    /// [`LinkDir::take_arrival`]): packets due during a `drop` outage are dropped first. `Err(t)`
+    /// means the caller must arm the arrival event at `t` (recorded as armed); `Ok(false)` means
+    /// the pipe is empty. Split from the taking so that the packet is moved out of the pipe once,
+    /// straight to where it goes next (packets are copied at every move).
+    #[inline]
+    pub fn arrival_due(&mut self, now: Time) -> Result<bool, Time> {
         loop {
-            let Some(&(at, p)) = self.pipe.front() else {
-                return Ok(None);
-            };
+            if self.in_pipe == 0 {
+                return Ok(false);
+            }
+            let at = self.packets[0].0;
             if at > now {
                 self.arrival_armed = Some(at);
                 return Err(at);
@@ -289,15 +322,25 @@ impl LinkDir {
                         return Err(t);
                     }
                     OutageMode::Drop => {
-                        self.pipe.pop_front();
+                        self.packets.pop_front();
+                        self.in_pipe -= 1;
                         self.stats.drops_outage += 1;
                         continue;
                     }
                 }
             }
-            self.pipe.pop_front();
-            return Ok(Some(p));
+            return Ok(true);
         }
+    }
+
+    /// Remove the pipe's head packet (after [`LinkDir::arrival_due`] said it is due).
+    #[inline]
+    pub fn take_arrival(&mut self) -> Option<Packet> {
+        if self.in_pipe == 0 {
+            return None;
+        }
+        self.in_pipe -= 1;
+        self.packets.pop_front().map(|(_, p)| p)
     }
 
     /// An outage starts (nested outages are counted).
@@ -311,8 +354,8 @@ impl LinkDir {
             } else {
                 0
             };
-            while self.queue.len() > keep {
-                let p = self.queue.pop_back().expect("len > keep");
+            while self.queue_len() > keep {
+                let (_, p) = self.packets.pop_back().expect("len > keep");
                 self.queued_bytes -= p.size as u64;
                 self.stats.drops_outage += 1;
             }
@@ -330,10 +373,10 @@ impl LinkDir {
         }
         let mut arm = None;
         if self.arrival_armed.is_none() {
-            arm = self.pipe.front().map(|&(at, _)| at.max(now));
+            arm = (self.in_pipe > 0).then(|| self.packets[0].0.max(now));
             self.arrival_armed = arm;
         }
-        let wake = if !self.busy && !self.queue.is_empty() {
+        let wake = if !self.busy && self.queue_len() > 0 {
             self.start(now)
         } else {
             Wake::None
@@ -400,13 +443,13 @@ mod tests {
         d.enqueue(pkt(1500), Time::ZERO);
         d.enqueue(pkt(1500), Time::ZERO);
         d.enqueue(pkt(1500), Time::ZERO);
-        assert_eq!(d.queue.len(), 2);
+        assert_eq!(d.queue_len(), 2);
         assert_eq!(d.stats.drops_overflow, 1);
         let mut b = dir(Limit::Bytes(3000));
         b.enqueue(pkt(1500), Time::ZERO);
         b.enqueue(pkt(1400), Time::ZERO);
         b.enqueue(pkt(200), Time::ZERO);
-        assert_eq!((b.queue.len(), b.stats.drops_overflow), (2, 1));
+        assert_eq!((b.queue_len(), b.stats.drops_overflow), (2, 1));
     }
 
     #[test]
@@ -442,7 +485,7 @@ mod tests {
         d.enqueue(pkt(1500), Time::ZERO);
         d.enqueue(pkt(1500), Time::ZERO);
         d.outage_start(Time::from_ms(50));
-        assert_eq!(d.queue.len(), 1, "the packet on the air stays");
+        assert_eq!(d.queue_len(), 1, "the packet on the air stays");
         assert_eq!(d.stats.drops_outage, 2);
         assert_eq!(d.enqueue(pkt(1500), Time::from_ms(1)), Wake::None);
         assert_eq!(d.stats.drops_outage, 3);
@@ -467,11 +510,11 @@ mod tests {
         let (w, arm) = d.service(Time::from_ms(3));
         assert_eq!(arm, Some(Time::from_ms(13)));
         assert_eq!(w, Wake::Service(Time::from_ms(10)));
-        assert_eq!(d.queue.len(), 1);
+        assert_eq!(d.queue_len(), 1);
         // At 10 ms the rest (500 B) goes.
         let (w, _) = d.service(Time::from_ms(10));
         assert_eq!(w, Wake::None);
-        assert!(d.queue.is_empty());
+        assert_eq!(d.queue_len(), 0);
         // Idle until 14 ms: the 13 ms opportunity is skipped, next is 20 ms.
         assert_eq!(
             d.enqueue(pkt(100), Time::from_ms(14)),
@@ -481,6 +524,50 @@ mod tests {
             d.trace.as_ref().unwrap().mean_rate_bps(),
             2.0 * 1500.0 * 8.0 / 0.010
         );
+    }
+
+    #[test]
+    fn pipe_keeps_order_through_losses() {
+        // Packets lost at the server leave the others in order, whether the pipe holds packets
+        // or not; every forwarded packet arrives once.
+        let mut d = LinkDir::new(
+            0,
+            10_000_000,
+            Time::from_ms(5),
+            0.3,
+            Limit::Packets(1000),
+            Rng::from_seed(5),
+        );
+        let mut t = Time::ZERO;
+        let mut arrived = Vec::new();
+        for seq in 0..300u32 {
+            d.enqueue(
+                Packet {
+                    seq,
+                    size: 1500,
+                    ..Default::default()
+                },
+                t,
+            );
+            if seq % 3 == 2 {
+                // Serve a few, then let time pass so that some arrivals are due.
+                for _ in 0..3 {
+                    t += Time::from_us(1200);
+                    d.service(t);
+                }
+                while d.arrival_due(t) == Ok(true) {
+                    arrived.push(d.take_arrival().expect("due").seq);
+                }
+            }
+        }
+        t += Time::from_secs(1);
+        while d.arrival_due(t) == Ok(true) {
+            arrived.push(d.take_arrival().expect("due").seq);
+        }
+        assert_eq!(arrived.len() as u64, d.stats.forwarded);
+        assert_eq!(d.stats.forwarded + d.stats.drops_random, 300);
+        assert!(arrived.windows(2).all(|w| w[0] < w[1]), "{arrived:?}");
+        assert_eq!(d.take_arrival(), None);
     }
 
     #[test]

@@ -61,25 +61,28 @@ impl Net {
         (self.routes.len() - 1) as u32
     }
 
-    /// Send a packet from its route's start.
+    /// Send a packet from its route's start. (Every route starts at a link; a route that started
+    /// at its sink would deliver nothing.)
     #[inline]
-    pub fn send(&mut self, mut p: Packet) -> Option<(Endpoint, Packet)> {
+    pub fn send(&mut self, mut p: Packet) {
         p.hop = 0;
-        self.forward(p)
+        if let Hop::Dir(d) = self.hop_of(&p) {
+            self.enqueue(d, p);
+        }
     }
 
-    /// Move a packet to its current hop: a link enqueues it; a sink is returned to the caller.
+    /// The hop a packet is at.
     #[inline]
-    pub fn forward(&mut self, p: Packet) -> Option<(Endpoint, Packet)> {
-        match self.routes[p.route as usize][p.hop as usize] {
-            Hop::Dir(d) => {
-                let now = self.sched.now();
-                if let Wake::Service(t) = self.dirs[d as usize].enqueue(p, now) {
-                    self.sched.at(t, Event::LinkService { dir: d });
-                }
-                None
-            }
-            Hop::Sink(e) => Some((e, p)),
+    fn hop_of(&self, p: &Packet) -> Hop {
+        self.routes[p.route as usize][p.hop as usize]
+    }
+
+    /// Offer a packet to link direction `d`, starting its server if idle.
+    #[inline]
+    fn enqueue(&mut self, d: u32, p: Packet) {
+        let now = self.sched.now();
+        if let Wake::Service(t) = self.dirs[d as usize].enqueue(p, now) {
+            self.sched.at(t, Event::LinkService { dir: d });
         }
     }
 
@@ -101,19 +104,29 @@ impl Net {
         self.dirs[d as usize].take_arrival_event(now)
     }
 
-    /// Next packet arriving at the far end of `d` now, already advanced to its next hop.
-    /// Re-arms the arrival event when the pipe still holds packets.
-    pub fn arrival(&mut self, d: u32) -> Option<Packet> {
+    /// The packets arriving at the far end of `d` now, in order: each moves on to its next hop,
+    /// a link (enqueued) or the endpoint its route ends at (`sink(net, endpoint, packet)`).
+    /// Re-arms the arrival event when the pipe still holds packets. A packet is moved out of the
+    /// pipe once and handed to the sink by reference.
+    #[inline]
+    pub fn arrivals(&mut self, d: u32, mut sink: impl FnMut(&mut Net, Endpoint, &Packet)) {
         let now = self.sched.now();
-        match self.dirs[d as usize].pop_arrival(now) {
-            Ok(Some(mut p)) => {
-                p.hop += 1;
-                Some(p)
+        loop {
+            match self.dirs[d as usize].arrival_due(now) {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(t) => {
+                    self.sched.at(t, Event::LinkArrival { dir: d });
+                    return;
+                }
             }
-            Ok(None) => None,
-            Err(t) => {
-                self.sched.at(t, Event::LinkArrival { dir: d });
-                None
+            let Some(mut p) = self.dirs[d as usize].take_arrival() else {
+                return;
+            };
+            p.hop += 1;
+            match self.hop_of(&p) {
+                Hop::Dir(next) => self.enqueue(next, p),
+                Hop::Sink(e) => sink(self, e, &p),
             }
         }
     }

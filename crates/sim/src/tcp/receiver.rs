@@ -220,6 +220,9 @@ impl TcpReceiver {
 
     /// Drop blocks now below rcv_nxt (and refresh the rest).
     fn prune_blocks(&mut self) {
+        if self.nblocks == 0 {
+            return; // the common case: nothing was held out of order
+        }
         let mut out = [(0u64, 0u64); MAX_SACK_BLOCKS];
         let mut n = 0;
         for i in 0..self.nblocks {

@@ -70,29 +70,34 @@ impl CongestionControl for Lia {
         let Some(acked) = w.reno_prologue(ack) else {
             return;
         };
-        let mut key = WindowKey::new();
-        key.push(w.cwnd);
-        key.extend(
-            c.subflows
-                .iter()
-                .enumerate()
-                .filter(|(i, v)| *i != c.me && v.active)
-                .map(|(_, v)| v.cwnd)
-                .take(16),
-        );
         let t = match &self.cache {
-            Some((k, t)) if *k == key => *t,
+            Some((k, t)) if k[0] == w.cwnd && k[1..].iter().copied().eq(sibling_windows(c)) => *t,
             _ => {
                 let t = match paths(w, ack, c) {
                     Some((p, me)) => acks_per_packet(acks_per_increase(&p, me)),
                     None => w.cwnd,
                 };
+                let mut key = WindowKey::new();
+                key.push(w.cwnd);
+                key.extend(sibling_windows(c));
                 self.cache = Some((key, t));
                 t
             }
         };
         w.cong_avoid_ai(t, acked);
     }
+}
+
+/// The windows of the active siblings, in order: with this subflow's own window first, the key
+/// of the cached threshold (compared on every ACK, so not collected unless it changed).
+fn sibling_windows<'a>(c: &Coupling<'a>) -> impl Iterator<Item = u32> + 'a {
+    let me = c.me;
+    c.subflows
+        .iter()
+        .enumerate()
+        .filter(move |(i, v)| *i != me && v.active)
+        .map(|(_, v)| v.cwnd)
+        .take(16)
 }
 
 #[cfg(test)]

@@ -10,12 +10,39 @@
 //! reinject; a reinjected segment may go on any subflow), the DATA_FIN rule, and
 //! `mptcp_rcv_buf_optimization` (opportunistic retransmission and penalisation belong to the
 //! connection).
+//!
+//! The rule is evaluated in one pass over the subflows (it runs once per segment sent): the best
+//! regular and the best backup subflow with space are tracked side by side, and the class is
+//! chosen at the end. This is `min_rtt_with_space(&candidates(subs))` of `super::common` without
+//! building the candidate list; the test `same_choice_as_candidate_list` checks the two agree.
 
-use super::common::{candidates, min_rtt_with_space};
 use super::{ConnInfo, Decision, Scheduler, SubflowInfo};
 
 #[derive(Debug, Default)]
 pub struct MinRtt;
+
+/// Lowest sRTT with cwnd space among the usable regular subflows, or, when no regular subflow is
+/// usable, among the usable backups; ties go to the first. `None`: wait.
+fn pick_min_rtt(subs: &[SubflowInfo]) -> Option<&SubflowInfo> {
+    let mut any_regular = false;
+    let mut regular: Option<&SubflowInfo> = None;
+    let mut backup: Option<&SubflowInfo> = None;
+    for s in subs.iter().filter(|s| s.usable) {
+        if !s.backup {
+            any_regular = true;
+            if s.has_space && regular.is_none_or(|b| s.srtt < b.srtt) {
+                regular = Some(s);
+            }
+        } else if s.has_space && backup.is_none_or(|b| s.srtt < b.srtt) {
+            backup = Some(s);
+        }
+    }
+    if any_regular {
+        regular
+    } else {
+        backup
+    }
+}
 
 impl Scheduler for MinRtt {
     fn name(&self) -> &'static str {
@@ -23,7 +50,7 @@ impl Scheduler for MinRtt {
     }
 
     fn pick(&mut self, subs: &[SubflowInfo], _conn: &ConnInfo) -> Decision {
-        match min_rtt_with_space(&candidates(subs)) {
+        match pick_min_rtt(subs) {
             Some(s) => Decision::Send(s.id),
             None => Decision::Wait,
         }
@@ -65,6 +92,27 @@ mod tests {
         let mut c = sub(2, 40, 10, 0);
         c.backup = true;
         assert_eq!(s.pick(&[a, b, c], &conn()), Decision::Send(2));
+    }
+
+    #[test]
+    fn same_choice_as_candidate_list() {
+        use super::super::common::{candidates, min_rtt_with_space};
+        // Every combination of usable/backup/space over four subflows with tied and distinct
+        // RTTs: the one-pass rule picks what the candidate list and its minimum pick.
+        let rtts = [20, 10, 20, 10];
+        for mask in 0u32..(1 << 12) {
+            let subs: Vec<SubflowInfo> = (0..4)
+                .map(|i| {
+                    let bits = mask >> (3 * i);
+                    let mut s = sub(i, rtts[i], 10, if bits & 1 != 0 { 0 } else { 10 });
+                    s.usable = bits & 2 != 0;
+                    s.backup = bits & 4 != 0;
+                    s
+                })
+                .collect();
+            let want = min_rtt_with_space(&candidates(&subs)).map(|s| s.id);
+            assert_eq!(pick_min_rtt(&subs).map(|s| s.id), want, "mask {mask:#x}");
+        }
     }
 
     #[test]
