@@ -15,9 +15,6 @@ mod common;
 pub mod lia;
 pub mod olia;
 
-/// The coupled scenario names accepted by [`coupled_by_name`].
-pub const NAMES: [&str; 3] = ["lia", "olia", "balia"];
-
 /// Build a coupled algorithm for one subflow by its scenario name (`cc = "lia" | "olia" |
 /// "balia"`). Each subflow gets its own instance; the connection passes the siblings in
 /// `Coupling` on every `cong_avoid` call.
@@ -36,7 +33,8 @@ mod tests {
 
     #[test]
     fn names_build() {
-        for n in NAMES {
+        // Every coupled name the scenario accepts (its list is the one source of the names).
+        for &n in railpath_scenario::MPTCP_COUPLED_CCS {
             assert_eq!(coupled_by_name(n).expect(n).name(), n);
         }
         assert!(coupled_by_name("cubic").is_none());

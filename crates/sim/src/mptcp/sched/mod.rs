@@ -24,17 +24,6 @@ pub mod peekaboo;
 pub mod redundant;
 pub mod round_robin;
 
-/// The scenario names accepted by [`by_name`].
-pub const NAMES: [&str; 7] = [
-    "minrtt",
-    "roundrobin",
-    "redundant",
-    "ecf",
-    "blest",
-    "peekaboo",
-    "linux-default",
-];
-
 /// Build a scheduler by its scenario name (`scheduler = "..."`). `rng` is used only by the
 /// schedulers that draw random numbers (Peekaboo); pass a stream of its own, e.g.
 /// `Rng::stream(seed, "sched/<flow>")`.
@@ -147,7 +136,8 @@ mod by_name_tests {
 
     #[test]
     fn every_scenario_name_builds_and_reports_its_name() {
-        for n in NAMES {
+        // Every name the scenario accepts (its list is the one source of the names).
+        for &n in railpath_scenario::MPTCP_SCHEDULERS {
             let s = by_name(n, Rng::stream(0, "t")).expect(n);
             assert_eq!(s.name(), n);
             assert_eq!(s.redundant(), n == "redundant");
