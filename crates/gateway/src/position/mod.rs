@@ -113,25 +113,46 @@ fn note_error(metrics: &Metrics, source: &str, msg: &str) {
     }
 }
 
-fn project(
-    track: &Track,
-    max_off: f64,
+/// A GPS fix as gpsd and NMEA give it.
+struct GpsFix {
     lat: f64,
     lon: f64,
-    speed: f64,
-    course: Option<f64>,
-) -> Result<Fix, String> {
-    let p = track.project(lat, lon);
+    speed_mps: f64,
+    course_deg: Option<f64>,
+}
+
+/// Projects a GPS fix onto the track and publishes the track position; a fix farther than
+/// `max_off` from the track is rejected (counted, logged) and published as no position.
+fn publish_gps(
+    track: &Track,
+    max_off: f64,
+    source: &str,
+    g: GpsFix,
+    tx: &watch::Sender<PositionState>,
+    metrics: &Metrics,
+) {
+    let p = track.project(g.lat, g.lon);
     if p.offset_m > max_off {
-        return Err(format!(
-            "fix {lat:.6},{lon:.6} is {:.0} m from the track (max_offtrack_m = {max_off})",
-            p.offset_m
-        ));
+        let e = format!(
+            "fix {:.6},{:.6} is {:.0} m from the track (max_offtrack_m = {max_off})",
+            g.lat, g.lon, p.offset_m
+        );
+        note_error(metrics, source, &e);
+        publish(tx, metrics, PositionState::Unknown(e));
+        return;
     }
-    Ok(Fix {
+    let fix = Fix {
         position_m: p.position_m,
-        speed_mps: track::along_track_speed(speed, course, p.bearing_deg),
-    })
+        speed_mps: track::along_track_speed(g.speed_mps, g.course_deg, p.bearing_deg),
+    };
+    publish(
+        tx,
+        metrics,
+        PositionState::Fix {
+            fix,
+            at: Instant::now(),
+        },
+    );
 }
 
 impl PositionSource {
@@ -258,20 +279,15 @@ async fn run_gpsd(
                         lon,
                         speed_mps,
                         course_deg,
-                    })) => match project(&track, max_off, lat, lon, speed_mps, course_deg) {
-                        Ok(fix) => publish(
-                            &tx,
-                            &metrics,
-                            PositionState::Fix {
-                                fix,
-                                at: Instant::now(),
-                            },
-                        ),
-                        Err(e) => {
-                            note_error(&metrics, "gpsd", &e);
-                            publish(&tx, &metrics, PositionState::Unknown(e))
-                        }
-                    },
+                    })) => {
+                        let gps = GpsFix {
+                            lat,
+                            lon,
+                            speed_mps,
+                            course_deg,
+                        };
+                        publish_gps(&track, max_off, "gpsd", gps, &tx, &metrics)
+                    }
                     Err(e) => note_error(&metrics, "gpsd", &e),
                 },
             }
@@ -339,20 +355,15 @@ async fn run_nmea(
                         lon,
                         speed_mps,
                         course_deg,
-                    })) => match project(&track, max_off, lat, lon, speed_mps, course_deg) {
-                        Ok(fix) => publish(
-                            &tx,
-                            &metrics,
-                            PositionState::Fix {
-                                fix,
-                                at: Instant::now(),
-                            },
-                        ),
-                        Err(e) => {
-                            note_error(&metrics, "nmea", &e);
-                            publish(&tx, &metrics, PositionState::Unknown(e))
-                        }
-                    },
+                    })) => {
+                        let gps = GpsFix {
+                            lat,
+                            lon,
+                            speed_mps,
+                            course_deg,
+                        };
+                        publish_gps(&track, max_off, "nmea", gps, &tx, &metrics)
+                    }
                     Err(e) => note_error(&metrics, "nmea", &e),
                 },
             }
