@@ -66,18 +66,6 @@ fn scenario() -> railpath_scenario::Scenario {
     railpath_scenario::parse_str(&text, "phad-e2e.toml").expect("scenario parses")
 }
 
-fn mpprio_tx() -> u64 {
-    let t = std::fs::read_to_string("/proc/thread-self/net/netstat").unwrap();
-    let mut lines = t.lines();
-    while let (Some(h), Some(v)) = (lines.next(), lines.next()) {
-        if h.starts_with("MPTcpExt:") {
-            let i = h.split_whitespace().position(|k| k == "MPPrioTx").unwrap();
-            return v.split_whitespace().nth(i).unwrap().parse().unwrap();
-        }
-    }
-    0
-}
-
 /// Serves an endless stream to every MPTCP connection (in the server namespace).
 fn start_server(ns: &str, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     let ns = ns.to_string();

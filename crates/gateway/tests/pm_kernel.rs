@@ -12,19 +12,6 @@ use std::net::IpAddr;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// MPTcpExtMPPrioTx of the namespace the calling thread is in.
-pub fn mpprio_tx() -> u64 {
-    let t = std::fs::read_to_string("/proc/thread-self/net/netstat").unwrap();
-    let mut lines = t.lines();
-    while let (Some(h), Some(v)) = (lines.next(), lines.next()) {
-        if h.starts_with("MPTcpExt:") {
-            let i = h.split_whitespace().position(|k| k == "MPPrioTx").unwrap();
-            return v.split_whitespace().nth(i).unwrap().parse().unwrap();
-        }
-    }
-    panic!("no MPTcpExt in netstat")
-}
-
 #[test]
 fn set_backup_sends_mp_prio_on_live_subflows() {
     skip_if_unavailable!("set_backup_sends_mp_prio_on_live_subflows");

@@ -408,3 +408,16 @@ pub async fn transfer_on(
     }
     Ok(())
 }
+
+/// MPTcpExtMPPrioTx of the namespace the calling thread is in.
+pub fn mpprio_tx() -> u64 {
+    let t = std::fs::read_to_string("/proc/thread-self/net/netstat").unwrap();
+    let mut lines = t.lines();
+    while let (Some(h), Some(v)) = (lines.next(), lines.next()) {
+        if h.starts_with("MPTcpExt:") {
+            let i = h.split_whitespace().position(|k| k == "MPPrioTx").unwrap();
+            return v.split_whitespace().nth(i).unwrap().parse().unwrap();
+        }
+    }
+    panic!("no MPTcpExt in netstat")
+}
