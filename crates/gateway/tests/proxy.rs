@@ -196,44 +196,22 @@ fn two_hundred_concurrent_transfers_keep_every_byte() {
     let results: Vec<Result<(), String>> = in_cli(&bed, || {
         Box::pin(async {
             let mut rng = Rng::stream(5, "gateway/proxy-test/sizes");
-            let mut tasks = Vec::new();
-            for i in 0..200u64 {
-                // A random size up to 10 MB in the direction chosen by parity, small the other way.
-                let big = rng.below(MAX_BYTES + 1);
-                let small = rng.below(64 * 1024);
-                let (up, down) = if i % 2 == 0 {
-                    (big, small)
-                } else {
-                    (small, big)
-                };
-                tasks.push(tokio::spawn(async move {
-                    tokio::time::timeout(
-                        Duration::from_secs(120),
-                        transfer(SERVICE, MPTCP_PORT, 1000 + i, up, down),
-                    )
-                    .await
-                    .unwrap_or_else(|_| Err("timed out".into()))
-                }));
-            }
-            let mut out = Vec::new();
-            for t in tasks {
-                out.push(t.await.unwrap_or_else(|e| Err(e.to_string())));
-            }
-            out
+            // A random size up to 10 MB in the direction chosen by parity, small the other way.
+            let sizes: Vec<(u64, u64)> = (0..200u64)
+                .map(|i| {
+                    let big = rng.below(MAX_BYTES + 1);
+                    let small = rng.below(64 * 1024);
+                    if i % 2 == 0 {
+                        (big, small)
+                    } else {
+                        (small, big)
+                    }
+                })
+                .collect();
+            transfers(SERVICE, MPTCP_PORT, 1000, &sizes, Duration::from_secs(120)).await
         })
     });
-    let failed: Vec<_> = results
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.is_err())
-        .collect();
-    assert!(
-        failed.is_empty(),
-        "{} of 200 failed, e.g. {:?}\n{}",
-        failed.len(),
-        &failed[..failed.len().min(5)],
-        bed.daemon.log_text()
-    );
+    assert_all_transferred(&results, &bed.daemon.log_text());
     let m = scrape(&bed.ns.name("rtr"), "127.0.0.1:9464");
     assert_eq!(
         metric(&m, "railpath_gateway_connections_accepted_total"),

@@ -89,44 +89,21 @@ fn two_hundred_transfers_through_the_proxy_over_emulated_carriers() {
             .unwrap();
         rt.block_on(async move {
             let mut rng = Rng::stream(7, "gateway/proxy-testbed/sizes");
-            let mut tasks = Vec::new();
-            for i in 0..200u64 {
-                let big = (MAX_BYTES * rng.uniform().powi(3)) as u64;
-                let small = rng.below(32 * 1024);
-                let (up, down) = if i % 2 == 0 {
-                    (big, small)
-                } else {
-                    (small, big)
-                };
-                let svc = svc.clone();
-                tasks.push(tokio::spawn(async move {
-                    tokio::time::timeout(
-                        Duration::from_secs(180),
-                        transfer(&svc, 7000, 5000 + i, up, down),
-                    )
-                    .await
-                    .unwrap_or_else(|_| Err("timed out".into()))
-                }));
-            }
-            let mut out = Vec::new();
-            for t in tasks {
-                out.push(t.await.unwrap_or_else(|e| Err(e.to_string())));
-            }
-            out
+            let sizes: Vec<(u64, u64)> = (0..200u64)
+                .map(|i| {
+                    let big = (MAX_BYTES * rng.uniform().powi(3)) as u64;
+                    let small = rng.below(32 * 1024);
+                    if i % 2 == 0 {
+                        (big, small)
+                    } else {
+                        (small, big)
+                    }
+                })
+                .collect();
+            transfers(&svc, 7000, 5000, &sizes, Duration::from_secs(180)).await
         })
     });
-    let failed: Vec<_> = results
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.is_err())
-        .collect();
-    assert!(
-        failed.is_empty(),
-        "{} of 200 failed, e.g. {:?}\n{}",
-        failed.len(),
-        &failed[..failed.len().min(5)],
-        daemon.log_text()
-    );
+    assert_all_transferred(&results, &daemon.log_text());
     let m = scrape(&rtr, "127.0.0.1:9464");
     assert_eq!(
         metric(&m, "railpath_gateway_connections_accepted_total"),

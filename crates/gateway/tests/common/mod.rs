@@ -421,3 +421,47 @@ pub fn mpprio_tx() -> u64 {
     }
     panic!("no MPTcpExt in netstat")
 }
+
+/// Runs one [`transfer`] per `(up, down)` pair concurrently (seeds `seed_base + i`), each within
+/// `timeout`; the results in order.
+pub async fn transfers(
+    service: &str,
+    port: u16,
+    seed_base: u64,
+    sizes: &[(u64, u64)],
+    timeout: Duration,
+) -> Vec<Result<(), String>> {
+    let mut tasks = Vec::new();
+    for (i, &(up, down)) in sizes.iter().enumerate() {
+        let svc = service.to_string();
+        tasks.push(tokio::spawn(async move {
+            tokio::time::timeout(
+                timeout,
+                transfer(&svc, port, seed_base + i as u64, up, down),
+            )
+            .await
+            .unwrap_or_else(|_| Err("timed out".into()))
+        }));
+    }
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.unwrap_or_else(|e| Err(e.to_string())));
+    }
+    out
+}
+
+/// Asserts that every transfer succeeded; on failure shows up to five and the daemon's log.
+pub fn assert_all_transferred(results: &[Result<(), String>], log: &str) {
+    let failed: Vec<_> = results
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.is_err())
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} of {} failed, e.g. {:?}\n{log}",
+        failed.len(),
+        results.len(),
+        &failed[..failed.len().min(5)],
+    );
+}
