@@ -6,14 +6,13 @@
 //! the radio model's timeline of that carrier (`railpath_radio::carrier_timelines`, the same the
 //! simulator uses): its rate steps, extra delay/loss and handover interruptions.
 
-use crate::model::{Buffer, DirConfig, Service, Step};
+use crate::model::{DirConfig, Service, Step};
 use railpath_core::Time;
 use railpath_radio::{CarrierTimeline, HandoverRecord};
 use railpath_scenario::{Link, OutageMode, Scenario, ScenarioError};
 use std::sync::Arc;
 
-/// Default drop-tail buffer when a link gives neither `buffer_packets` nor `buffer_bytes`.
-pub const DEFAULT_BUFFER_PACKETS: u32 = 100;
+pub use railpath_scenario::DEFAULT_BUFFER_PACKETS;
 /// Reverse rate used when the data direction is a trace and no `reverse_rate_mbps` is given.
 pub const DEFAULT_TRACE_REVERSE_RATE_MBPS: f64 = 100.0;
 
@@ -77,11 +76,7 @@ impl LinkConfig {
                 ))
             }
         };
-        let buffer = match (l.buffer_packets, l.buffer_bytes) {
-            (Some(p), _) => Buffer::Packets(p),
-            (None, Some(b)) => Buffer::Bytes(b),
-            (None, None) => Buffer::Packets(DEFAULT_BUFFER_PACKETS),
-        };
+        let buffer = l.buffer();
         let reverse_service = match (&l.reverse_trace, &l.reverse_trace_ms, l.reverse_rate_mbps) {
             (Some(_), Some(t), _) => Service::Trace(Arc::new(t.clone())),
             (Some(_), None, _) => {
@@ -112,10 +107,7 @@ impl LinkConfig {
                 l.reverse_delay_ms.unwrap_or(l.delay_ms),
             )?,
             loss: l.reverse_loss,
-            buffer: l
-                .reverse_buffer_packets
-                .map(Buffer::Packets)
-                .unwrap_or(buffer),
+            buffer: l.reverse_buffer(),
             outage_mode: l.outage_mode,
         };
         let mut steps = Vec::new();
@@ -262,11 +254,7 @@ fn carrier_link(
         (_, Some(railpath_radio::OutageMode::Drop)) => OutageMode::Drop,
         _ => OutageMode::Hold,
     };
-    let buffer = match (l.buffer_packets, l.buffer_bytes) {
-        (Some(p), _) => Buffer::Packets(p),
-        (None, Some(b)) => Buffer::Bytes(b),
-        (None, None) => Buffer::Packets(DEFAULT_BUFFER_PACKETS),
-    };
+    let buffer = l.buffer();
     let delay = ms(file, &k("delay_ms"), l.delay_ms)?;
     let reverse_rate = match l.reverse_rate_mbps {
         Some(r) => mbps_to_bps(file, &k("reverse_rate_mbps"), r)?,
@@ -312,10 +300,7 @@ fn carrier_link(
             l.reverse_delay_ms.unwrap_or(l.delay_ms),
         )?,
         loss: l.reverse_loss,
-        buffer: l
-            .reverse_buffer_packets
-            .map(Buffer::Packets)
-            .unwrap_or(buffer),
+        buffer: l.reverse_buffer(),
         outage_mode: mode,
     };
     Ok(LinkConfig {
@@ -330,6 +315,7 @@ fn carrier_link(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Buffer;
     use railpath_radio::LinkStep;
     use railpath_scenario::parse_str;
 

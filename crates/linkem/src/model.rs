@@ -31,12 +31,8 @@ use std::sync::Arc;
 /// Bytes one Mahimahi delivery opportunity can send.
 pub const TRACE_OPPORTUNITY_BYTES: u32 = 1500;
 
-/// Drop-tail buffer limit (counts the packet in service).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Buffer {
-    Packets(u32),
-    Bytes(u64),
-}
+/// Drop-tail buffer limit (counts the packet in service): the scenario's type.
+pub use railpath_scenario::BufferLimit as Buffer;
 
 /// How the bottleneck serves its queue.
 #[derive(Debug, Clone, PartialEq)]

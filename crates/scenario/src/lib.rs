@@ -262,6 +262,34 @@ pub enum Reinject {
     Stale,
 }
 
+/// A link direction's drop-tail buffer limit (it counts the packet in service).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BufferLimit {
+    Packets(u32),
+    Bytes(u64),
+}
+
+/// The buffer of a link that gives neither `buffer_packets` nor `buffer_bytes`.
+pub const DEFAULT_BUFFER_PACKETS: u32 = 100;
+
+impl Link {
+    /// The data direction's buffer: `buffer_packets` or `buffer_bytes` (validation allows only
+    /// one), else [`DEFAULT_BUFFER_PACKETS`]. The simulator and the emulator both take it here.
+    pub fn buffer(&self) -> BufferLimit {
+        match (self.buffer_packets, self.buffer_bytes) {
+            (Some(p), _) => BufferLimit::Packets(p),
+            (None, Some(b)) => BufferLimit::Bytes(b),
+            (None, None) => BufferLimit::Packets(DEFAULT_BUFFER_PACKETS),
+        }
+    }
+    /// The reverse direction's buffer: `reverse_buffer_packets`, else the data direction's.
+    pub fn reverse_buffer(&self) -> BufferLimit {
+        self.reverse_buffer_packets
+            .map(BufferLimit::Packets)
+            .unwrap_or_else(|| self.buffer())
+    }
+}
+
 /// Schedulers an mptcp flow accepts.
 pub const MPTCP_SCHEDULERS: &[&str] = &[
     "minrtt",
@@ -548,6 +576,28 @@ mod tests {
 
     fn parse_err(from: &str, to: &str) -> ScenarioError {
         parse_str(&BASE.replacen(from, to, 1), "s.toml").unwrap_err()
+    }
+
+    #[test]
+    fn link_buffers_default_and_reverse() {
+        let link = |extra: &str| {
+            parse_str(
+                &BASE.replacen("rate_mbps = 10", &format!("rate_mbps = 10\n{extra}"), 1),
+                "s.toml",
+            )
+            .unwrap()
+            .links
+            .remove(0)
+        };
+        let l = link("");
+        assert_eq!(l.buffer(), BufferLimit::Packets(100));
+        assert_eq!(l.reverse_buffer(), BufferLimit::Packets(100));
+        let l = link("buffer_bytes = 300000");
+        assert_eq!(l.buffer(), BufferLimit::Bytes(300_000));
+        assert_eq!(l.reverse_buffer(), BufferLimit::Bytes(300_000));
+        let l = link("buffer_packets = 50\nreverse_buffer_packets = 7");
+        assert_eq!(l.buffer(), BufferLimit::Packets(50));
+        assert_eq!(l.reverse_buffer(), BufferLimit::Packets(7));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use crate::engine::Event;
 use crate::flow::{Flow, TcpFlow};
 use crate::mptcp::connection::{MptcpFlow, MptcpSetup};
-use crate::net::link::{Limit, LinkDir, Trace};
+use crate::net::link::{LinkDir, Trace};
 use crate::net::{Endpoint, Hop, Net, Side};
 use crate::results::{AvgMax, Handover, LinkSummary, RunResults, Series, Summary};
 use railpath_core::{Rng, Time};
@@ -108,11 +108,7 @@ impl World {
             .collect();
         handovers.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
         for (i, l) in s.links.iter().enumerate() {
-            let limit = match (l.buffer_packets, l.buffer_bytes) {
-                (_, Some(b)) => Limit::Bytes(b),
-                (Some(p), None) => Limit::Packets(p),
-                (None, None) => Limit::Packets(100),
-            };
+            let limit = l.buffer();
             let rate_bps = l.rate_mbps.map(mbps).unwrap_or(0);
             let mut fwd = LinkDir::new(
                 i as u32,
@@ -151,10 +147,7 @@ impl World {
                 (None, None, Some((Some(cc), _))) => cc.rate_mbps.map(mbps).unwrap_or(100_000_000),
                 (None, None, _) => 100_000_000,
             };
-            let rev_limit = l
-                .reverse_buffer_packets
-                .map(Limit::Packets)
-                .unwrap_or(limit);
+            let rev_limit = l.reverse_buffer();
             let mut rev = LinkDir::new(
                 i as u32,
                 rev_rate,

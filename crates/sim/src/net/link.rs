@@ -22,11 +22,8 @@ use std::sync::Arc;
 /// Bytes one Mahimahi delivery opportunity carries.
 pub const MAHIMAHI_OPPORTUNITY_BYTES: u32 = 1500;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Limit {
-    Packets(u32),
-    Bytes(u64),
-}
+/// A direction's drop-tail limit: the scenario's type.
+pub use railpath_scenario::BufferLimit as Limit;
 
 /// A delivery-opportunity schedule.
 #[derive(Debug, Clone)]
