@@ -94,15 +94,12 @@ pub struct HandoverLogger {
     cells: BTreeMap<String, String>,
 }
 
-/// A record as written to the log.
+/// A record as written to the log: the simulator's handover record (so `railpath table learn`
+/// reads it as is) plus the speed and whether the table predicted it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct LogRecord {
-    pub t_s: f64,
-    pub position_m: f64,
-    pub carrier: String,
-    pub from_cell: String,
-    pub to_cell: String,
-    pub interruption_ms: f64,
+    #[serde(flatten)]
+    pub handover: railpath_radio::HandoverRecord,
     pub speed_mps: f64,
     pub predicted: bool,
 }
@@ -175,12 +172,14 @@ impl HandoverLogger {
             .unwrap_or(0.0);
         info!(carrier = %o.carrier, from = %from, to = %to, position_m = fix.position_m, predicted, "handover");
         Some(LogRecord {
-            t_s,
-            position_m: fix.position_m,
-            carrier: o.carrier,
-            from_cell: from,
-            to_cell: to,
-            interruption_ms: o.interruption_ms.unwrap_or(0.0),
+            handover: railpath_radio::HandoverRecord {
+                t_s,
+                position_m: fix.position_m,
+                carrier: o.carrier,
+                from_cell: from,
+                to_cell: to,
+                interruption_ms: o.interruption_ms.unwrap_or(0.0),
+            },
             speed_mps: fix.speed_mps,
             predicted,
         })
@@ -344,16 +343,23 @@ mod tests {
     #[test]
     fn log_records_are_read_as_handover_records_and_learned() {
         let rec = LogRecord {
-            t_s: 1.7e9,
-            position_m: 1040.0,
-            carrier: "A".into(),
-            from_cell: "1".into(),
-            to_cell: "2".into(),
-            interruption_ms: 45.0,
+            handover: railpath_radio::HandoverRecord {
+                t_s: 1.7e9,
+                position_m: 1040.0,
+                carrier: "A".into(),
+                from_cell: "1".into(),
+                to_cell: "2".into(),
+                interruption_ms: 45.0,
+            },
             speed_mps: 80.0,
             predicted: true,
         };
         let line = serde_json::to_string(&rec).unwrap();
+        // The documented line (docs/gateway.md): the simulator's fields, then speed and predicted.
+        assert_eq!(
+            line,
+            r#"{"t_s":1700000000.0,"position_m":1040.0,"carrier":"A","from_cell":"1","to_cell":"2","interruption_ms":45.0,"speed_mps":80.0,"predicted":true}"#
+        );
         let h: railpath_radio::HandoverRecord = serde_json::from_str(&line).unwrap();
         assert_eq!(
             (h.carrier.as_str(), h.position_m, h.interruption_ms),
@@ -412,9 +418,9 @@ mod tests {
         let r = l.observe(obs("2"), now).unwrap();
         assert_eq!(
             (
-                r.from_cell.as_str(),
-                r.to_cell.as_str(),
-                r.position_m,
+                r.handover.from_cell.as_str(),
+                r.handover.to_cell.as_str(),
+                r.handover.position_m,
                 r.predicted
             ),
             ("1", "2", 1050.0, true)
