@@ -183,14 +183,7 @@ impl TcpFlow {
         let cc = cc::by_name_with(&f.cc, &w, params)
             .ok_or_else(|| format!("flow {:?}: unknown congestion control {:?}", f.id, f.cc))?;
         let sender = TcpSender::new(scfg, cc, data_route, tcp.receive_window_bytes);
-        let receiver = TcpReceiver::new(ReceiverConfig {
-            mss: tcp.mss_bytes,
-            sack: tcp.sack,
-            delayed_ack: tcp.delayed_ack,
-            delack_timeout: Time::from_ms_f64(tcp.delack_timeout_ms),
-            rwnd_bytes: tcp.receive_window_bytes,
-            ack_bytes: tcp.ack_bytes,
-        });
+        let receiver = TcpReceiver::new(ReceiverConfig::from_tcp(tcp));
         Ok(TcpFlow {
             idx,
             id: f.id.clone(),

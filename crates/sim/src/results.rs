@@ -80,15 +80,8 @@ pub struct LinkSummary {
     pub queue_delay_ms: AvgMax,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Handover {
-    pub t_s: f64,
-    pub position_m: f64,
-    pub carrier: String,
-    pub from_cell: String,
-    pub to_cell: String,
-    pub interruption_ms: f64,
-}
+/// One handover in `summary.json` (results.md): the radio model's record.
+pub use railpath_radio::HandoverRecord as Handover;
 
 /// One time series: a value per bin.
 #[derive(Debug, Clone, PartialEq)]

@@ -97,14 +97,7 @@ impl World {
         let mut handovers: Vec<Handover> = timelines
             .iter()
             .flat_map(|t| t.handovers.iter())
-            .map(|h| Handover {
-                t_s: h.t_s,
-                position_m: h.position_m,
-                carrier: h.carrier.clone(),
-                from_cell: h.from_cell.clone(),
-                to_cell: h.to_cell.clone(),
-                interruption_ms: h.interruption_ms,
-            })
+            .cloned()
             .collect();
         handovers.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
         for (i, l) in s.links.iter().enumerate() {

@@ -209,14 +209,7 @@ impl MptcpFlow {
             .ok_or_else(|| format!("flow {:?}: unknown congestion control {:?}", f.id, f.cc))?;
             let mut sender = TcpSender::new(scfg, cc, *data_route, tcp.receive_window_bytes);
             sender.use_rwnd = false;
-            let receiver = TcpReceiver::new(ReceiverConfig {
-                mss: tcp.mss_bytes,
-                sack: tcp.sack,
-                delayed_ack: tcp.delayed_ack,
-                delack_timeout: Time::from_ms_f64(tcp.delack_timeout_ms),
-                rwnd_bytes: tcp.receive_window_bytes,
-                ack_bytes: tcp.ack_bytes,
-            });
+            let receiver = TcpReceiver::new(ReceiverConfig::from_tcp(tcp));
             subflows.push(Subflow {
                 link_id: link_id.clone(),
                 link_name: f.paths[j].clone(),

@@ -32,6 +32,20 @@ pub struct ReceiverConfig {
     pub ack_bytes: u32,
 }
 
+impl ReceiverConfig {
+    /// The receiver side of a flow's resolved TCP options.
+    pub fn from_tcp(tcp: &railpath_scenario::TcpConfig) -> ReceiverConfig {
+        ReceiverConfig {
+            mss: tcp.mss_bytes,
+            sack: tcp.sack,
+            delayed_ack: tcp.delayed_ack,
+            delack_timeout: Time::from_ms_f64(tcp.delack_timeout_ms),
+            rwnd_bytes: tcp.receive_window_bytes,
+            ack_bytes: tcp.ack_bytes,
+        }
+    }
+}
+
 /// What the owner should do after a data segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AckDecision {
