@@ -7,6 +7,7 @@
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod calibrate;
 mod error;
 mod run;
 mod table;
@@ -36,6 +37,8 @@ enum Command {
     Testbed(testbed::Args),
     /// Learn per-carrier handover zones from earlier runs (the PHA handover table).
     Table(table::Args),
+    /// Simulator vs kernel MPTCP when a path dies: side-by-side outage cases (testbed if root).
+    Calibrate(calibrate::Args),
     // ADD A SUBCOMMAND: (2) a variant here, with a `///` line for --help,
 }
 
@@ -46,6 +49,7 @@ fn main() {
         Command::Bench(a) => bench::main(a),
         Command::Testbed(a) => testbed::main(a),
         Command::Table(a) => table::main(a),
+        Command::Calibrate(a) => calibrate::main(a),
         // ADD A SUBCOMMAND: (3) and its match arm here.
     };
     if let Err(e) = result {

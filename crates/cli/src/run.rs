@@ -92,7 +92,8 @@ pub fn default_out(scenario: &Path) -> PathBuf {
     Path::new("out").join(stem)
 }
 
-fn write_outputs(out: &Path, results: &railpath_sim::RunResults) -> Result<(), CliError> {
+/// Write a run's `summary.json` and `timeseries.csv` into `out` (created if needed).
+pub fn write_outputs(out: &Path, results: &railpath_sim::RunResults) -> Result<(), CliError> {
     let io = |what: &str, p: &Path, e: std::io::Error| {
         CliError::Failed(format!("cannot {what} {}: {e}", p.display()))
     };

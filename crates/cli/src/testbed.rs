@@ -169,17 +169,10 @@ fn run(args: RunArgs) -> Result<(), CliError> {
     railpath_linkem::run::install_interrupt_handler();
     let (results, report) =
         railpath_linkem::run::run_scenario_with_report(&scenario).map_err(cli_error)?;
+    crate::run::write_outputs(&out, &results)?;
     let io = |what: &str, p: &Path, e: std::io::Error| {
         CliError::Failed(format!("cannot {what} {}: {e}", p.display()))
     };
-    std::fs::create_dir_all(&out).map_err(|e| io("create directory", &out, e))?;
-    let mut json = serde_json::to_string_pretty(&results.summary)
-        .map_err(|e| CliError::Failed(format!("cannot serialise the summary: {e}")))?;
-    json.push('\n');
-    let p = out.join("summary.json");
-    std::fs::write(&p, json).map_err(|e| io("write", &p, e))?;
-    let p = out.join("timeseries.csv");
-    std::fs::write(&p, results.timeseries_csv()).map_err(|e| io("write", &p, e))?;
     let mut json = serde_json::to_string_pretty(&emulator_json(&report))
         .map_err(|e| CliError::Failed(format!("cannot serialise the emulator report: {e}")))?;
     json.push('\n');
@@ -378,6 +371,7 @@ mod tests {
                 data: stats,
                 reverse: Default::default(),
                 queue_bytes: vec![],
+                outages: vec![],
             }],
             paths: vec![],
             events: vec![

@@ -196,6 +196,8 @@ pub struct LinkReport {
     pub reverse: crate::model::DirStats,
     /// Data-direction queue bytes sampled at the end of each bin.
     pub queue_bytes: Vec<f64>,
+    /// Data-direction outages as they happened, with the packets that arrived during each.
+    pub outages: Vec<crate::model::OutageLog>,
 }
 
 /// Lateness of packet writes against their scheduled times.
@@ -762,6 +764,7 @@ fn run_loop(
             data: l.data.stats(),
             reverse: l.rev.stats(),
             queue_bytes: l.queue_samples.clone(),
+            outages: l.data.outage_log().to_vec(),
         })
         .collect();
     let paths = acct

@@ -24,6 +24,7 @@
 
 use railpath_core::{Rng, Time};
 use railpath_scenario::OutageMode;
+pub use railpath_sim::net::link::{OutageLog, OUTAGE_LOG_ARRIVALS};
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
@@ -190,6 +191,8 @@ pub struct LinkDir<P> {
     seq: u64,
     clock: Time,
     stats: DirStats,
+    /// Every outage as it happened, with the arrivals during it (as the simulator's link keeps).
+    outage_log: Vec<OutageLog>,
 }
 
 impl<P> LinkDir<P> {
@@ -224,7 +227,13 @@ impl<P> LinkDir<P> {
             seq: 0,
             clock: Time::ZERO,
             stats: DirStats::default(),
+            outage_log: Vec::new(),
         }
+    }
+
+    /// Every outage so far, with the packets that arrived while it lasted.
+    pub fn outage_log(&self) -> &[OutageLog] {
+        &self.outage_log
     }
 
     /// Add a schedule step (steps in the past take effect at the next event).
@@ -278,6 +287,13 @@ impl<P> LinkDir<P> {
         self.advance(now, out);
         let now = self.clock;
         self.stats.arrived_packets += 1;
+        if self.active_until.is_some() {
+            if let Some(log) = self.outage_log.last_mut() {
+                if log.arrivals.len() < OUTAGE_LOG_ARRIVALS {
+                    log.arrivals.push(now);
+                }
+            }
+        }
         if self.active_until.is_some() && self.mode == OutageMode::Drop {
             self.stats.outage_drops += 1;
             out(Output::Drop {
@@ -374,9 +390,17 @@ impl<P> LinkDir<P> {
                 if let Some(cur) = self.active_until {
                     // Overlapping window: the outage in progress lasts longer.
                     self.active_until = Some(cur.max(end));
+                    if let Some(log) = self.outage_log.last_mut() {
+                        log.until = log.until.max(end);
+                    }
                     return;
                 }
                 self.active_until = Some(end);
+                self.outage_log.push(OutageLog {
+                    start: t,
+                    until: end,
+                    arrivals: Vec::new(),
+                });
                 out(Output::OutageStart { t, until: end });
                 match self.mode {
                     OutageMode::Hold => {

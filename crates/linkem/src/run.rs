@@ -953,6 +953,7 @@ fn assemble(
                     },
                     max: d.queue_delay_max_ns as f64 / 1e6,
                 },
+                outages: l.outages.iter().map(Into::into).collect(),
             }
         })
         .collect();

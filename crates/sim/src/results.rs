@@ -78,6 +78,29 @@ pub struct LinkSummary {
     pub queue_bytes: AvgMax,
     /// Queueing delay of data-direction packets (enqueue to start of service), ms.
     pub queue_delay_ms: AvgMax,
+    /// Every outage of the data direction as it happened, with the packets that arrived at the
+    /// link while it was out (a sender's retries into a dead path).
+    pub outages: Vec<OutageRecord>,
+}
+
+/// One outage of a link's data direction and the arrivals during it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct OutageRecord {
+    pub start_s: f64,
+    pub duration_ms: f64,
+    /// Arrival times of data-direction packets during the outage, ms after its start (at most
+    /// 64: the first ones).
+    pub arrivals_ms: Vec<f64>,
+}
+
+impl From<&crate::net::link::OutageLog> for OutageRecord {
+    fn from(o: &crate::net::link::OutageLog) -> OutageRecord {
+        OutageRecord {
+            start_s: o.start.secs_f64(),
+            duration_ms: (o.until - o.start).ms_f64(),
+            arrivals_ms: o.arrivals.iter().map(|&t| (t - o.start).ms_f64()).collect(),
+        }
+    }
 }
 
 /// One handover in `summary.json` (results.md): the radio model's record.

@@ -477,6 +477,7 @@ impl World {
                     },
                     max: d.stats.queue_delay_max.ms_f64(),
                 },
+                outages: d.outage_log.iter().map(Into::into).collect(),
             });
             series.push(Series {
                 flow: String::new(),

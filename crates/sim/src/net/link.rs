@@ -77,6 +77,20 @@ pub struct DirStats {
     pub max_queue_bytes: u64,
 }
 
+/// Most arrivals one outage keeps in its log (retransmission attempts are few: one per backed-off
+/// RTO, plus probes; a sender that keeps sending into an outage is represented by its first ones).
+pub const OUTAGE_LOG_ARRIVALS: usize = 64;
+
+/// One outage of a direction as it happened, with the times packets arrived at the link while it
+/// was out: a sender's retransmission schedule into a dead path (calibration against the kernel).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutageLog {
+    pub start: Time,
+    pub until: Time,
+    /// Arrival times (absolute), at most [`OUTAGE_LOG_ARRIVALS`].
+    pub arrivals: Vec<Time>,
+}
+
 /// One direction of a link.
 #[derive(Debug)]
 pub struct LinkDir {
@@ -109,6 +123,8 @@ pub struct LinkDir {
     last_arrival: Time,
     rng: Rng,
     pub stats: DirStats,
+    /// Every outage of this direction with the arrivals during it (bounded per outage).
+    pub outage_log: Vec<OutageLog>,
 }
 
 /// What the world must do after a link operation.
@@ -153,6 +169,7 @@ impl LinkDir {
             last_arrival: Time::ZERO,
             rng,
             stats: DirStats::default(),
+            outage_log: Vec::new(),
         }
     }
 
@@ -170,6 +187,13 @@ impl LinkDir {
 
     /// Offer a packet to the queue. Returns when to schedule the server, if it must start.
     pub fn enqueue(&mut self, mut p: Packet, now: Time) -> Wake {
+        if self.down > 0 {
+            if let Some(log) = self.outage_log.last_mut() {
+                if log.arrivals.len() < OUTAGE_LOG_ARRIVALS {
+                    log.arrivals.push(now);
+                }
+            }
+        }
         if self.down > 0 && self.outage_mode == OutageMode::Drop {
             self.stats.drops_outage += 1;
             return Wake::None;
@@ -341,7 +365,16 @@ impl LinkDir {
     }
 
     /// An outage starts (nested outages are counted).
-    pub fn outage_start(&mut self, until: Time) {
+    pub fn outage_start(&mut self, now: Time, until: Time) {
+        if self.down == 0 {
+            self.outage_log.push(OutageLog {
+                start: now,
+                until,
+                arrivals: Vec::new(),
+            });
+        } else if let Some(log) = self.outage_log.last_mut() {
+            log.until = log.until.max(until);
+        }
         self.down += 1;
         self.down_until = self.down_until.max(until);
         if self.outage_mode == OutageMode::Drop {
@@ -455,15 +488,23 @@ mod tests {
         d.enqueue(pkt(1500), Time::ZERO);
         let (_, arm) = d.service(Time::from_us(1200));
         assert_eq!(arm, Some(Time::from_us(11_200)));
-        d.outage_start(Time::from_ms(50));
+        d.outage_start(Time::from_us(1200), Time::from_ms(50));
         // Arrival due during the outage is held until its end.
         assert!(d.take_arrival_event(Time::from_us(11_200)));
         assert_eq!(
             d.pop_arrival(Time::from_us(11_200)).unwrap_err(),
             Time::from_ms(50)
         );
-        // A packet arriving during the outage queues but is not served.
+        // A packet arriving during the outage queues but is not served; its arrival is logged.
         assert_eq!(d.enqueue(pkt(1500), Time::from_ms(20)), Wake::None);
+        assert_eq!(
+            d.outage_log,
+            vec![OutageLog {
+                start: Time::from_us(1200),
+                until: Time::from_ms(50),
+                arrivals: vec![Time::from_ms(20)]
+            }]
+        );
         let (w, arm) = d.outage_end(Time::from_ms(50));
         assert_eq!(w, Wake::Service(Time::from_us(51_200)));
         assert_eq!(
@@ -481,7 +522,7 @@ mod tests {
         d.enqueue(pkt(1500), Time::ZERO);
         d.enqueue(pkt(1500), Time::ZERO);
         d.enqueue(pkt(1500), Time::ZERO);
-        d.outage_start(Time::from_ms(50));
+        d.outage_start(Time::ZERO, Time::from_ms(50));
         assert_eq!(d.queue_len(), 1, "the packet on the air stays");
         assert_eq!(d.stats.drops_outage, 2);
         assert_eq!(d.enqueue(pkt(1500), Time::from_ms(1)), Wake::None);

@@ -132,7 +132,8 @@ impl Net {
     }
 
     pub fn outage_start(&mut self, d: u32, until: Time) {
-        self.dirs[d as usize].outage_start(until);
+        let now = self.sched.now();
+        self.dirs[d as usize].outage_start(now, until);
     }
 
     pub fn outage_end(&mut self, d: u32) {
