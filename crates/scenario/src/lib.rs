@@ -214,13 +214,39 @@ pub struct Flow {
     /// mptcp: scripted MP_PRIO changes.
     #[serde(default)]
     pub prio_changes: Vec<PrioChange>,
-    /// mptcp: when a subflow's unacknowledged data is reinjected on other subflows.
+    /// mptcp: when a subflow's unacknowledged data is reinjected on other subflows (default:
+    /// "linux" for `scheduler = "linux-default"`, else "rto"; see [`Flow::reinject_rule`]).
     #[serde(default)]
     pub reinject: Option<Reinject>,
-    /// mptcp: with `reinject = "stale"`, RTOs without progress before a subflow is stale
-    /// (Linux `net.mptcp.stale_loss_cnt`, default 4).
+    /// mptcp: with `reinject = "stale"`, RTOs without progress before a subflow is stale; with
+    /// "linux", MPTCP-level retransmission intervals (Linux `net.mptcp.stale_loss_cnt`, default 4).
     #[serde(default)]
     pub stale_loss_cnt: Option<u32>,
+    /// mptcp: the data receiver grows its buffer as Linux dynamic right-sizing does, from
+    /// `tcp.rmem_bytes[1]` up to `tcp.rmem_bytes[2]` (default: true with `reinject = "linux"`,
+    /// else false: a fixed buffer of `receive_buffer_packets`).
+    #[serde(default)]
+    pub receive_buffer_autotune: Option<bool>,
+}
+
+impl Flow {
+    /// The reinjection rule in force: the flow's own, else "linux" for the upstream Linux
+    /// scheduler and "rto" (multipath-tcp.org) for the others.
+    pub fn reinject_rule(&self) -> Reinject {
+        self.reinject
+            .unwrap_or(if self.scheduler.as_deref() == Some("linux-default") {
+                Reinject::Linux
+            } else {
+                Reinject::Rto
+            })
+    }
+
+    /// Whether the data receiver autotunes its buffer (see `receive_buffer_autotune`).
+    pub fn receive_buffer_autotuned(&self) -> bool {
+        self.receive_buffer_autotune.unwrap_or(
+            self.receive_buffer_packets.is_none() && self.reinject_rule() == Reinject::Linux,
+        )
+    }
 }
 
 /// Which end sends an MP_PRIO option.
@@ -248,18 +274,22 @@ pub struct PrioChange {
     pub by: PrioBy,
 }
 
-/// Reinjection rule.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+/// Reinjection rule (and, for "linux", the whole upstream Linux send path around it).
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Reinject {
     /// At every retransmission timeout of a subflow, its unacknowledged data is reinjected and
     /// the subflow is "potentially failed" (not used for new data) until it makes progress
     /// (multipath-tcp.org's mptcp_sub_timeout / pf rule).
-    #[default]
     Rto,
-    /// Upstream Linux: a subflow is stale after `stale_loss_cnt` timeouts without progress;
-    /// then its data is reinjected and it is avoided until it makes progress.
+    /// A subflow is stale after `stale_loss_cnt` timeouts without progress; then its data is
+    /// reinjected and it is avoided until it makes progress (a simplified upstream rule).
     Stale,
+    /// Upstream Linux (net/mptcp, v6.x): the MPTCP-level retransmit timer reinjects only onto a
+    /// subflow whose queues are empty, a subflow is stale after `stale_loss_cnt` timer intervals
+    /// without progress, subflows queue data beyond their cwnd up to an autotuned send buffer
+    /// and the connection's send buffer is their sum (docs/models/mptcp.md).
+    Linux,
 }
 
 /// A link direction's drop-tail buffer limit (it counts the packet in service).
@@ -343,8 +373,12 @@ pub struct TcpOptions {
     pub receive_window_bytes: Option<u64>,
     pub hystart: Option<bool>,
     pub ack_bytes: Option<u32>,
-    /// RTO formula (default "rfc6298").
+    /// RTO formula (default "rfc6298"; "linux" for the subflows of a `reinject = "linux"` flow).
     pub rto_formula: Option<RtoFormula>,
+    /// Linux `net.ipv4.tcp_rmem` (min, default, max), bytes: the autotuned receive buffer.
+    pub rmem_bytes: Option<[u64; 3]>,
+    /// Linux `net.ipv4.tcp_wmem` (min, default, max), bytes: the autotuned send buffer.
+    pub wmem_bytes: Option<[u64; 3]>,
 }
 
 /// TCP options with every default filled in.
@@ -368,7 +402,16 @@ pub struct TcpConfig {
     pub receive_window_bytes: u64,
     pub hystart: bool,
     pub rto_formula: RtoFormula,
+    /// Whether `rto_formula` was given (else a model may choose its own).
+    pub rto_formula_set: bool,
+    pub rmem_bytes: [u64; 3],
+    pub wmem_bytes: [u64; 3],
 }
+
+/// Linux 6.18's `net.ipv4.tcp_rmem` (the kernel the testbed calibration ran on).
+pub const LINUX_TCP_RMEM: [u64; 3] = [4096, 131_072, 33_554_432];
+/// Linux's `net.ipv4.tcp_wmem`.
+pub const LINUX_TCP_WMEM: [u64; 3] = [4096, 16_384, 4_194_304];
 
 impl TcpOptions {
     /// `self` layered over `base` (fields set in `self` win).
@@ -391,7 +434,9 @@ impl TcpOptions {
             receive_window_bytes,
             hystart,
             ack_bytes,
-            rto_formula
+            rto_formula,
+            rmem_bytes,
+            wmem_bytes
         )
     }
 
@@ -414,6 +459,9 @@ impl TcpOptions {
             receive_window_bytes: self.receive_window_bytes.unwrap_or(6 * 1024 * 1024),
             hystart: self.hystart.unwrap_or(true),
             rto_formula: self.rto_formula.unwrap_or(RtoFormula::Rfc6298),
+            rto_formula_set: self.rto_formula.is_some(),
+            rmem_bytes: self.rmem_bytes.unwrap_or(LINUX_TCP_RMEM),
+            wmem_bytes: self.wmem_bytes.unwrap_or(LINUX_TCP_WMEM),
         }
     }
 }

@@ -277,13 +277,21 @@ impl Scenario {
                         }
                     }
                     if let Some(n) = f.stale_loss_cnt {
-                        if f.reinject != Some(crate::Reinject::Stale) {
+                        if f.reinject_rule() == crate::Reinject::Rto {
                             return Err(c.err(
                                 k("stale_loss_cnt"),
-                                "only meaningful with reinject = \"stale\"",
+                                "only meaningful with reinject = \"stale\" or \"linux\"",
                             ));
                         }
                         c.int_range(&k("stale_loss_cnt"), n, 1, 100, "timeouts")?;
+                    }
+                    if f.receive_buffer_autotune == Some(true) && f.receive_buffer_packets.is_some()
+                    {
+                        return Err(c.err(
+                            k("receive_buffer_autotune"),
+                            "an autotuned buffer has no fixed size: give either \
+                             receive_buffer_autotune = true or receive_buffer_packets",
+                        ));
                     }
                 }
             }
@@ -296,6 +304,10 @@ impl Scenario {
                     (!f.prio_changes.is_empty(), "prio_changes"),
                     (f.reinject.is_some(), "reinject"),
                     (f.stale_loss_cnt.is_some(), "stale_loss_cnt"),
+                    (
+                        f.receive_buffer_autotune.is_some(),
+                        "receive_buffer_autotune",
+                    ),
                 ] {
                     if set {
                         return Err(c.err(k(key), "only for kind = \"mptcp\" flows"));
@@ -556,6 +568,19 @@ fn validate_tcp(c: &Check, prefix: &str, t: &TcpOptions) -> Result<(), ScenarioE
     }
     if let Some(w) = t.receive_window_bytes {
         c.int_range(&k("receive_window_bytes"), w, 1000, 1 << 30, "bytes")?;
+    }
+    for (key, v) in [("rmem_bytes", t.rmem_bytes), ("wmem_bytes", t.wmem_bytes)] {
+        if let Some([lo, def, hi]) = v {
+            for (i, x) in [lo, def, hi].into_iter().enumerate() {
+                c.int_range(&k(&format!("{key}[{i}]")), x, 4096, 1 << 31, "bytes")?;
+            }
+            if !(lo <= def && def <= hi) {
+                return Err(c.err(
+                    k(key),
+                    format!("expected min <= default <= max, found [{lo}, {def}, {hi}]"),
+                ));
+            }
+        }
     }
     Ok(())
 }

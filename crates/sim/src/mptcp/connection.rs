@@ -22,6 +22,7 @@
 //! Not modelled: option bytes beyond a fixed header, the MP_CAPABLE/MP_JOIN handshakes (subflows
 //! exist from the start), middleboxes, DSS checksums, data FIN, ADD_ADDR/REMOVE_ADDR.
 
+use super::linux::{self, Drs, RetransView};
 use super::sched::{self, ConnInfo, Decision, Feedback, Scheduler, SubflowInfo};
 use crate::flow::{arm, take_wake, App};
 use crate::net::packet::{flags, Kind, Packet};
@@ -36,6 +37,9 @@ use std::collections::VecDeque;
 
 /// Bytes of an MP_PRIO option (RFC 8684 3.3.8, with the address ID).
 const MP_PRIO_BYTES: u16 = 4;
+
+/// The timer id of the connection-level (MPTCP) retransmit timer.
+const MSK_TIMER: u16 = u16::MAX;
 
 pub(crate) struct Subflow {
     /// Subflow id: the link id, with "#k" when the flow has several subflows on that link.
@@ -55,6 +59,19 @@ pub(crate) struct Subflow {
     pace_wait: Option<Time>,
     /// Redundant scheduling: the next DSN this subflow has not carried yet.
     red_next: u64,
+    /// Linux send path: data the scheduler gave this subflow and it has not sent yet (its write
+    /// queue), and its payload bytes.
+    wq: VecDeque<(u64, u32)>,
+    wq_bytes: u64,
+    /// Linux send path: the subflow's autotuned send buffer, bytes (`sk_sndbuf`).
+    sndbuf: u64,
+    /// Linux send path: no new data (MPTCP-level loss state) until an ACK arrives on it.
+    stale: bool,
+    /// MPTCP-level retransmission intervals without an ACK while data was outstanding.
+    stale_count: u32,
+    /// ACKs received, and their count at the last MPTCP-level timer expiry.
+    acks: u64,
+    acks_at_expiry: u64,
     /// Payload bytes this subflow delivered in order to the data level.
     pub delivered_bytes: u64,
     bin_bytes: u64,
@@ -101,6 +118,12 @@ pub(crate) struct MptcpFlow {
     coupled: bool,
     reinject_rule: Reinject,
     stale_loss_cnt: u32,
+    /// The upstream Linux send path (`reinject = "linux"`).
+    linux: Option<LinuxSend>,
+    /// Dynamic right-sizing of the data receiver's buffer (else a fixed `rcv_buf_segs`), and
+    /// the bytes the application had read when it last looked.
+    drs: Option<Drs>,
+    drs_read: u64,
     // data-level sender
     data_una: u64,
     /// Right edge of the peer's data-level window (first DSN it cannot take).
@@ -126,6 +149,20 @@ pub(crate) struct MptcpFlow {
     // scratch, reused so the hot path does not allocate
     views: Vec<SubflowView>,
     infos: Vec<SubflowInfo>,
+}
+
+/// State of the upstream Linux send path (`reinject = "linux"`, see `super::linux`).
+struct LinuxSend {
+    /// The MPTCP-level retransmit timer's deadline, and the wake-up armed for it.
+    rtx_at: Option<Time>,
+    armed: Option<Time>,
+    /// `tcp_wmem`.
+    wmem: [u64; 3],
+    /// Segments per MPTCP data fragment (one is resent per timer expiry).
+    dfrag_segs: u64,
+    /// After a subflow went stale, the retransmit queue is pushed again from the start
+    /// (`__mptcp_retransmit_pending_data()`): the next DSN to push again and the end.
+    repush: Option<(u64, u64)>,
 }
 
 /// The data-level receiver: reassembly in DSN order; what is out of order waits in the shared
@@ -223,6 +260,14 @@ impl MptcpFlow {
                 rtos_without_progress: 0,
                 pace_wait: None,
                 red_next: 0,
+                wq: VecDeque::new(),
+                wq_bytes: 0,
+                sndbuf: linux::sndbuf_target(tcp.initial_window, tcp.mss_bytes, tcp.wmem_bytes[2])
+                    .max(tcp.wmem_bytes[1]),
+                stale: false,
+                stale_count: 0,
+                acks: 0,
+                acks_at_expiry: 0,
                 delivered_bytes: 0,
                 bin_bytes: 0,
                 goodput: Vec::with_capacity(setup.nbins),
@@ -262,6 +307,27 @@ impl MptcpFlow {
             }
         }
         let n = subflows.len();
+        let reinject_rule = f.reinject_rule();
+        let linux = (reinject_rule == Reinject::Linux).then(|| LinuxSend {
+            rtx_at: None,
+            armed: None,
+            wmem: tcp.wmem_bytes,
+            dfrag_segs: (linux::DFRAG_BYTES / mss as u64).max(1),
+            repush: None,
+        });
+        if linux.is_some() && !tcp.rto_formula_set {
+            // Subflows are Linux TCP: RTO = SRTT + max(4 RTTVAR, min_rto) (`__tcp_set_rto()`).
+            for sf in &mut subflows {
+                sf.sender.cfg.linux_rto = true;
+            }
+        }
+        let drs = f
+            .receive_buffer_autotuned()
+            .then(|| Drs::new(tcp.rmem_bytes, mss, Time::from_secs_f64(f.start_s)));
+        let rcv_buf_segs = match &drs {
+            Some(d) => (d.window / mss as u64).max(2),
+            None => rcv_buf_segs,
+        };
         Ok(MptcpFlow {
             idx: setup.idx,
             id: f.id.clone(),
@@ -275,8 +341,11 @@ impl MptcpFlow {
             redundant: scheduler.redundant(),
             scheduler,
             coupled: !f.cc.starts_with("uncoupled-"),
-            reinject_rule: f.reinject.unwrap_or_default(),
+            reinject_rule,
             stale_loss_cnt: f.stale_loss_cnt.unwrap_or(4),
+            linux,
+            drs,
+            drs_read: 0,
             data_una: 0,
             peer_right_edge: rcv_buf_segs,
             send_buffer_limit: f.send_buffer_packets.map(u64::from),
@@ -327,6 +396,43 @@ impl MptcpFlow {
         self.app.next - self.data_una
     }
 
+    /// The data receiver's whole window, bytes: the autotuned one, or the fixed buffer.
+    fn rcv_window_bytes(&self) -> u64 {
+        match &self.drs {
+            Some(d) => d.window,
+            None => self.rcv_buf_segs * self.mss as u64,
+        }
+    }
+
+    /// The window an ACK advertises, relative to the data ACK. With a fixed buffer, the whole
+    /// buffer (held data lies inside it); autotuned, as Linux `__mptcp_space()`: the window less
+    /// the data held out of order, which is charged against the receive buffer.
+    fn advertised_window(&self) -> u64 {
+        match &self.drs {
+            Some(d) => d.window.saturating_sub(self.rx.ooo_count * self.mss as u64),
+            None => self.rcv_buf_segs * self.mss as u64,
+        }
+    }
+
+    /// The receiver's RTT estimate for dynamic right-sizing: the largest of its subflows'
+    /// (`mptcp_rcv_space_adjust()`; the simulator reads the senders' smoothed RTTs, which the
+    /// receiver's timestamp-based estimate follows).
+    fn receiver_rtt(&self) -> Time {
+        self.subflows
+            .iter()
+            .map(|s| s.sender.srtt())
+            .max()
+            .unwrap_or(Time::ZERO)
+    }
+
+    /// Linux `sk_stream_memory_free()` of the connection: what it keeps (sent or queued, not
+    /// data-ACKed) is below its send buffer, `tcp_wmem[0]` plus its subflows' buffers
+    /// (`__mptcp_sync_sndbuf()`).
+    fn msk_memory_free(&self, ls: &LinuxSend) -> bool {
+        let sndbuf = ls.wmem[0] + self.subflows.iter().map(|s| s.sndbuf).sum::<u64>();
+        self.send_buffered() * (self.mss as u64) < sndbuf
+    }
+
     fn conn_info(&self, now: Time) -> ConnInfo {
         let queued = match self.app.total_segs {
             None => u64::MAX,
@@ -337,7 +443,7 @@ impl MptcpFlow {
             now,
             queued_segments: queued,
             rcv_wnd_free: self.peer_right_edge.saturating_sub(self.app.next) * self.mss as u64,
-            rcv_wnd: self.rcv_buf_segs * self.mss as u64,
+            rcv_wnd: self.rcv_window_bytes(),
             data_in_flight: self.send_buffered() * self.mss as u64,
             mss: self.mss,
         }
@@ -364,6 +470,14 @@ impl MptcpFlow {
         let pacing =
             s.cc.pacing_rate_bps()
                 .map_or(0, |r| r * mss as u64 / (mss + s.cfg.header) as u64);
+        // Linux send path: a subflow takes data while its send buffer has room (it queues beyond
+        // its cwnd); what it holds is all it has not had acknowledged plus its write queue.
+        let (has_space, queued_bytes) = if self.linux.is_some() {
+            let wmem = s.packets_out() as u64 * mss as u64 + sf.wq_bytes;
+            (wmem < sf.sndbuf, wmem)
+        } else {
+            (room == Room::Yes, s.in_flight() as u64 * mss as u64)
+        };
         SubflowInfo {
             id: i,
             srtt: s.srtt(),
@@ -373,10 +487,10 @@ impl MptcpFlow {
             in_flight: s.in_flight(),
             mss,
             backup: sf.backup,
-            usable: !sf.failed,
-            has_space: room == Room::Yes,
+            usable: !sf.failed && !sf.stale,
+            has_space,
             pacing_rate_bps: pacing,
-            queued_bytes: s.in_flight() as u64 * mss as u64,
+            queued_bytes,
             retransmissions: s.stats.retransmitted_packets,
             rto_count: s.stats.rto_count,
         }
@@ -416,16 +530,232 @@ impl MptcpFlow {
         }
         if self.redundant {
             self.push_redundant(now, net);
+        } else if self.linux.is_some() {
+            self.push_linux(now, net);
         } else {
             self.push_scheduled(now, net);
         }
-        if !self.app.has_data() || self.app.next >= self.peer_right_edge {
+        if self.linux.is_some() {
+            // A subflow with nothing queued is application-limited (its own write queue).
+            for sf in &mut self.subflows {
+                if sf.wq.is_empty() {
+                    sf.sender.mark_app_limited();
+                }
+            }
+        } else if !self.app.has_data() || self.app.next >= self.peer_right_edge {
             for sf in &mut self.subflows {
                 sf.sender.mark_app_limited();
             }
         }
         for j in 0..self.subflows.len() {
             self.arm_sender(j, net);
+        }
+    }
+
+    /// The next segment the Linux send path pushes through the scheduler: the retransmit queue
+    /// again after a subflow went stale, else new data while the connection's send buffer and the
+    /// peer's window allow. `(dsn, len, again)`.
+    fn next_linux_segment(&mut self) -> Option<(u64, u32, bool)> {
+        let ls = self.linux.as_mut()?;
+        if let Some((next, end)) = ls.repush {
+            let next = next.max(self.data_una);
+            if next < end {
+                ls.repush = Some((next, end));
+                return Some((next, self.app.len_of(next), true));
+            }
+            ls.repush = None;
+        }
+        let ls = self.linux.as_ref()?;
+        if !self.app.has_data()
+            || self.app.next >= self.peer_right_edge
+            || !self.msk_memory_free(ls)
+            || self
+                .send_buffer_limit
+                .is_some_and(|l| self.send_buffered() >= l)
+        {
+            return None;
+        }
+        Some((self.app.next, self.app.len_of(self.app.next), false))
+    }
+
+    /// Upstream Linux `__mptcp_push_pending()`: the scheduler gives each segment to a subflow's
+    /// write queue while that subflow's send buffer has room; each subflow then sends from its
+    /// queue as its cwnd allows (`tcp_push()`).
+    fn push_linux(&mut self, now: Time, net: &mut Net) {
+        let mut have_snapshot = false;
+        let mut pushed = false;
+        while let Some((dsn, len, again)) = self.next_linux_segment() {
+            if !have_snapshot {
+                self.snapshot(now);
+                have_snapshot = true;
+            }
+            if !self.infos.iter().any(|i| i.usable && i.has_space) {
+                break;
+            }
+            let conn = self.conn_info(now);
+            let Decision::Send(i) = self.scheduler.pick(&self.infos, &conn) else {
+                break;
+            };
+            if !self.infos.get(i).is_some_and(|x| x.usable && x.has_space) {
+                break;
+            }
+            let sf = &mut self.subflows[i];
+            sf.wq.push_back((dsn, len));
+            sf.wq_bytes += len as u64;
+            self.infos[i] = self.info(i, now);
+            pushed = true;
+            if again {
+                if let Some(ls) = self.linux.as_mut() {
+                    if let Some((next, end)) = ls.repush {
+                        ls.repush = Some((next + 1, end));
+                    }
+                }
+                self.reinjections += 1;
+            } else {
+                self.app.take();
+                self.reinjected.push_back(false);
+            }
+        }
+        for j in 0..self.subflows.len() {
+            self.xmit_queue(j, now, net);
+        }
+        if pushed {
+            // `__mptcp_push_pending()`: make sure the MPTCP-level retransmit timer runs.
+            if self.linux.as_ref().is_some_and(|ls| ls.rtx_at.is_none()) {
+                self.reset_rtx_timer(now, net);
+            }
+        }
+    }
+
+    /// A subflow sends from its write queue while its cwnd (and pacing) allows.
+    fn xmit_queue(&mut self, j: usize, now: Time, net: &mut Net) {
+        let sf = &mut self.subflows[j];
+        while let Some(&(dsn, len)) = sf.wq.front() {
+            match sf.sender.room(now) {
+                Room::Yes => {}
+                Room::PacedUntil(t) => {
+                    sf.pace_wait = Some(t);
+                    break;
+                }
+                Room::No => break,
+            }
+            sf.wq.pop_front();
+            sf.wq_bytes -= len as u64;
+            sf.sender.send_new(dsn, len, now, &mut |p| {
+                net.send(p);
+            });
+        }
+    }
+
+    /// (Re)start the MPTCP-level retransmit timer (`mptcp_reset_rtx_timer()`), with the
+    /// interval of `mptcp_set_timeout()`.
+    fn reset_rtx_timer(&mut self, now: Time, net: &mut Net) {
+        let ival = linux::rtx_interval(self.subflows.iter().map(|s| {
+            (
+                s.sender.xmit_deadline().map(|t| t.saturating_sub(now)),
+                s.stale_count,
+            )
+        }));
+        let Some(ls) = self.linux.as_mut() else {
+            return;
+        };
+        let at = now + ival;
+        ls.rtx_at = Some(at);
+        arm(
+            net,
+            &mut ls.armed,
+            Some(at),
+            self.idx,
+            MSK_TIMER,
+            Side::Sender,
+        );
+    }
+
+    /// The MPTCP-level retransmit timer fired (`mptcp_retransmit_timer()` -> `__mptcp_retrans()`).
+    fn on_rtx_timer(&mut self, now: Time, net: &mut Net) {
+        let Some(ls) = self.linux.as_mut() else {
+            return;
+        };
+        if !take_wake(&mut ls.armed, now) {
+            return;
+        }
+        match ls.rtx_at {
+            Some(t) if t <= now => ls.rtx_at = None,
+            Some(t) => {
+                // Reset since this wake-up was armed: wait for the new deadline.
+                arm(
+                    net,
+                    &mut ls.armed,
+                    Some(t),
+                    self.idx,
+                    MSK_TIMER,
+                    Side::Sender,
+                );
+                return;
+            }
+            None => return,
+        }
+        if self.data_una >= self.app.next {
+            return; // nothing outstanding: the timer stays off
+        }
+        // Stale accounting: an interval with data outstanding and no ACK counts against a
+        // subflow (net.mptcp.stale_loss_cnt); one with traffic clears its count.
+        for sf in &mut self.subflows {
+            let outstanding = sf.sender.packets_out() > 0 || !sf.wq.is_empty();
+            if outstanding && sf.acks == sf.acks_at_expiry {
+                sf.stale_count += 1;
+            } else {
+                sf.stale_count = 0;
+            }
+            sf.acks_at_expiry = sf.acks;
+        }
+        let views: Vec<RetransView> = self
+            .subflows
+            .iter()
+            .map(|sf| RetransView {
+                active: true,
+                queues_empty: sf.sender.packets_out() == 0 && sf.wq.is_empty(),
+                backup: sf.backup,
+                stale_count: sf.stale_count,
+            })
+            .collect();
+        // `mptcp_pm_subflows_chk_stale()` for each busy subflow.
+        let mut repush = false;
+        for i in 0..views.len() {
+            if !views[i].queues_empty
+                && !self.subflows[i].stale
+                && linux::becomes_stale(&views, i, self.stale_loss_cnt)
+            {
+                self.subflows[i].stale = true;
+                repush = true;
+            }
+        }
+        if repush {
+            // `__mptcp_retransmit_pending_data()`: everything not data-ACKed goes through the
+            // scheduler again.
+            let end = self.app.next;
+            if let Some(ls) = self.linux.as_mut() {
+                ls.repush = Some((self.data_una, end));
+            }
+            self.push(net);
+        }
+        // Resend the head fragment of the retransmit queue on a subflow with empty queues.
+        if let Some(i) = linux::pick_retrans(&views) {
+            let dfrag = self.linux.as_ref().map_or(1, |ls| ls.dfrag_segs);
+            let head = self.data_una;
+            let end = ((head / dfrag + 1) * dfrag).min(self.app.next);
+            let sf = &mut self.subflows[i];
+            for dsn in head..end {
+                let len = self.app.len_of(dsn);
+                sf.wq.push_back((dsn, len));
+                sf.wq_bytes += len as u64;
+                self.reinjections += 1;
+            }
+            self.xmit_queue(i, now, net);
+            self.arm_sender(i, net);
+        }
+        if self.linux.as_ref().is_some_and(|ls| ls.rtx_at.is_none()) {
+            self.reset_rtx_timer(now, net);
         }
     }
 
@@ -567,6 +897,18 @@ impl MptcpFlow {
                     sf.failed = false;
                     sf.rtos_without_progress = 0;
                 }
+                if let Some(ls) = &self.linux {
+                    // Any ACK: the subflow is no longer stale (`mptcp_subflow_active()` sees its
+                    // rcv_tstamp move). Its send buffer grows while it is not cwnd-limited
+                    // (`tcp_should_expand_sndbuf()`).
+                    sf.acks += 1;
+                    sf.stale = false;
+                    let s = &sf.sender;
+                    if s.in_flight() < s.cwnd() {
+                        let t = linux::sndbuf_target(s.cwnd(), s.cfg.mss, ls.wmem[2]);
+                        sf.sndbuf = sf.sndbuf.max(t);
+                    }
+                }
                 // Data-level ACK and window (ACKs on different subflows may be reordered).
                 if p.data_ack > self.data_una {
                     let adv = p.data_ack - self.data_una;
@@ -574,6 +916,15 @@ impl MptcpFlow {
                         self.reinjected.pop_front();
                     }
                     self.data_una = p.data_ack;
+                    if let Some(ls) = self.linux.as_mut() {
+                        // `__mptcp_clean_una()`: all data acknowledged stops the MPTCP-level
+                        // retransmit timer, anything still outstanding restarts it.
+                        if self.data_una >= self.app.next {
+                            ls.rtx_at = None;
+                        } else {
+                            self.reset_rtx_timer(now, net);
+                        }
+                    }
                     if self.learns {
                         let conn = self.conn_info(now);
                         self.scheduler.feedback(
@@ -614,6 +965,16 @@ impl MptcpFlow {
                     }
                 });
                 if let Some(peak) = peak {
+                    if self.drs.is_some() {
+                        let rtt = self.receiver_rtt();
+                        let read = self.rx.delivered_bytes - self.drs_read;
+                        self.drs_read = self.rx.delivered_bytes;
+                        if let Some(d) = self.drs.as_mut() {
+                            if read > 0 && d.on_read(read, now, rtt) {
+                                self.rcv_buf_segs = (d.window / self.mss as u64).max(2);
+                            }
+                        }
+                    }
                     let held = peak + self.subflow_held();
                     self.rcv_buf_max = self.rcv_buf_max.max(held);
                     if self.completed_at.is_none()
@@ -667,7 +1028,8 @@ impl MptcpFlow {
             self.scheduler
                 .feedback(&Feedback::Retransmit { id: j }, &self.infos, &conn);
         }
-        if new_rtos == 0 {
+        if new_rtos == 0 || self.linux.is_some() {
+            // The Linux send path reinjects from the MPTCP-level timer only.
             return;
         }
         let sf = &mut self.subflows[j];
@@ -675,6 +1037,7 @@ impl MptcpFlow {
         let trigger = match self.reinject_rule {
             Reinject::Rto => true,
             Reinject::Stale => sf.rtos_without_progress >= self.stale_loss_cnt,
+            Reinject::Linux => false, // returned above
         };
         if !trigger || self.subflows.len() < 2 {
             return;
@@ -701,7 +1064,7 @@ impl MptcpFlow {
         let sf = &self.subflows[j];
         let mut ack = sf.receiver.build_ack(sf.ack_route);
         ack.data_ack = self.rx.rcv_nxt;
-        ack.rwnd = Packet::window(self.rcv_buf_segs * self.mss as u64);
+        ack.rwnd = Packet::window(self.advertised_window());
         ack.size += 8; // DSS option with a data ACK (RFC 8684 3.3)
         net.send(ack);
     }
@@ -725,18 +1088,33 @@ impl MptcpFlow {
     pub fn on_timer(&mut self, sub: u16, side: u8, net: &mut Net) {
         let now = net.now();
         let j = sub as usize;
-        if side == Side::Sender as u8 {
+        if sub == MSK_TIMER {
+            self.on_rtx_timer(now, net);
+        } else if side == Side::Sender as u8 {
             if !take_wake(&mut self.subflows[j].sender.armed, now) {
                 return;
             }
-            let sf = &mut self.subflows[j];
-            sf.sender.on_timer(
+            let Subflow {
+                sender,
+                wq,
+                wq_bytes,
+                ..
+            } = &mut self.subflows[j];
+            // A tail-loss probe sends new data from the write queue if there is some
+            // (`tcp_send_loss_probe()`); without a write queue, the last segment again.
+            sender.on_timer(
                 now,
                 &mut |p| {
                     net.send(p);
                 },
-                false,
-                || None,
+                !wq.is_empty(),
+                || {
+                    let x = wq.pop_front();
+                    if let Some((_, l)) = x {
+                        *wq_bytes -= l as u64;
+                    }
+                    x
+                },
             );
             self.note_retransmissions(j, now);
             self.push(net);

@@ -4,4 +4,5 @@
 
 pub mod cc;
 pub(crate) mod connection;
+pub mod linux;
 pub mod sched;

@@ -64,10 +64,16 @@ impl LinuxDefault {
     }
 
     /// Linger time in 2^-32 s units (Linux's fixed point), `u128::MAX` if the pace is 0.
+    /// A subflow without an RTT sample has linger 0 and its average stays uninitialised: in
+    /// Linux every subflow has a pacing rate from its handshake's RTT before it carries data,
+    /// so an "unbounded" rate must not become its average.
     fn linger(&mut self, s: &SubflowInfo) -> u128 {
         let mut pace = *self.avg_mut(s.id);
         if pace == 0 {
             pace = pacing_rate(s);
+            if pace == u64::MAX {
+                return 0;
+            }
             *self.avg_mut(s.id) = pace;
         }
         if pace == 0 {
@@ -95,8 +101,10 @@ impl Scheduler for LinuxDefault {
         }
         self.last_snd = None;
         self.snd_burst = 0;
+        // The lowest linger time of the class in use; if that subflow cannot take data now,
+        // wait for it (Linux returns no subflow rather than the second best).
         let mut best: Option<(&SubflowInfo, u128)> = None;
-        for s in cands.iter().copied().filter(|s| s.has_space) {
+        for s in cands.iter().copied() {
             let l = self.linger(s);
             if l == u128::MAX {
                 continue;
@@ -105,17 +113,22 @@ impl Scheduler for LinuxDefault {
                 best = Some((s, l));
             }
         }
-        let Some((s, _)) = best else {
+        let Some((s, _)) = best.filter(|(s, _)| s.has_space) else {
             return Decision::Wait;
         };
         let burst = SEND_BURST_SIZE.min(conn.rcv_wnd_free);
         if burst > 0 {
-            let wmem = s.queued_bytes as u128;
-            let avg = self.avg_pacing_rate(s.id) as u128;
-            let now_rate = pacing_rate(s) as u128;
-            let b = burst as u128;
-            let new_avg = (avg * wmem + now_rate * b) / (b + wmem);
-            *self.avg_mut(s.id) = new_avg.min(u64::MAX as u128) as u64;
+            let now_rate = pacing_rate(s);
+            let avg = self.avg_pacing_rate(s.id);
+            if now_rate != u64::MAX {
+                let new_avg = if avg == 0 {
+                    now_rate as u128
+                } else {
+                    let (wmem, b) = (s.queued_bytes as u128, burst as u128);
+                    (avg as u128 * wmem + now_rate as u128 * b) / (b + wmem)
+                };
+                *self.avg_mut(s.id) = new_avg.min(u64::MAX as u128) as u64;
+            }
             self.last_snd = Some(s.id);
             self.snd_burst = burst.saturating_sub(s.mss as u64);
         }
@@ -172,8 +185,15 @@ mod tests {
         assert_eq!(s.pick(&subs, &conn()), Decision::Send(0));
         let mut full = subs;
         full[0].in_flight = 100;
+        full[0].queued_bytes = 100 * 1000;
         full[0].has_space = false;
         assert_eq!(s.pick(&full, &conn()), Decision::Send(1));
+        // Linux waits for the lowest-linger subflow when it is full, rather than take the
+        // second best: A (10 segments queued, full) beats B (30 queued) -> wait.
+        let mut s = LinuxDefault::default();
+        let mut lowest_full = subs;
+        lowest_full[0].has_space = false;
+        assert_eq!(s.pick(&lowest_full, &conn()), Decision::Wait);
         // Regular subflows usable but full, backup free -> wait.
         let mut s = LinuxDefault::default();
         let mut b = paced(1, 0, 8_000_000);
