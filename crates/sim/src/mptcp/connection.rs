@@ -473,7 +473,18 @@ impl MptcpFlow {
         // Linux send path: a subflow takes data while its send buffer has room (it queues beyond
         // its cwnd); what it holds is all it has not had acknowledged plus its write queue.
         let (has_space, queued_bytes) = if self.linux.is_some() {
-            let wmem = s.packets_out() as u64 * mss as u64 + sf.wq_bytes;
+            // `sk_wmem_queued`: skb memory, payload plus each skb's overhead.
+            let per_seg = linux::wmem_per_segment(
+                mss,
+                super::sched::linux_default::pacing_rate(&SubflowInfo {
+                    srtt: s.srtt(),
+                    cwnd: s.cwnd(),
+                    mss,
+                    pacing_rate_bps: pacing,
+                    ..SubflowInfo::default()
+                }),
+            );
+            let wmem = (s.packets_out() as u64 + sf.wq.len() as u64) * per_seg;
             (wmem < sf.sndbuf, wmem)
         } else {
             (room == Room::Yes, s.in_flight() as u64 * mss as u64)
@@ -897,17 +908,11 @@ impl MptcpFlow {
                     sf.failed = false;
                     sf.rtos_without_progress = 0;
                 }
-                if let Some(ls) = &self.linux {
+                if self.linux.is_some() {
                     // Any ACK: the subflow is no longer stale (`mptcp_subflow_active()` sees its
-                    // rcv_tstamp move). Its send buffer grows while it is not cwnd-limited
-                    // (`tcp_should_expand_sndbuf()`).
+                    // rcv_tstamp move).
                     sf.acks += 1;
                     sf.stale = false;
-                    let s = &sf.sender;
-                    if s.in_flight() < s.cwnd() {
-                        let t = linux::sndbuf_target(s.cwnd(), s.cfg.mss, ls.wmem[2]);
-                        sf.sndbuf = sf.sndbuf.max(t);
-                    }
                 }
                 // Data-level ACK and window (ACKs on different subflows may be reordered).
                 if p.data_ack > self.data_una {
@@ -948,6 +953,16 @@ impl MptcpFlow {
                 }
                 self.note_retransmissions(j, now);
                 self.push(net);
+                if let Some(ls) = &self.linux {
+                    // `tcp_check_space()` after the ACK's transmissions: the send buffer grows
+                    // only while the subflow cannot fill its cwnd (`tcp_should_expand_sndbuf()`).
+                    let sf = &mut self.subflows[j];
+                    let s = &sf.sender;
+                    if s.in_flight() < s.cwnd() {
+                        let t = linux::sndbuf_target(s.cwnd(), s.cfg.mss, ls.wmem[2]);
+                        sf.sndbuf = sf.sndbuf.max(t);
+                    }
+                }
             }
             Side::Receiver => {
                 // Segments the subflow releases in order go straight to data-level reassembly.

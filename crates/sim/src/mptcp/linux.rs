@@ -37,6 +37,20 @@ pub fn sndbuf_target(cwnd: u32, mss: u32, wmem_max: u64) -> u64 {
     (2 * (cwnd as u64).max(TCP_INIT_CWND) * per_mss(mss)).min(wmem_max)
 }
 
+/// Memory one transmit skb costs beyond its payload (`skb->truesize` of an MPTCP tx skb:
+/// `sk_buff_fclones`, 512 B aligned, plus a 1 KiB kmalloc head for `MAX_TCP_HEADER` and
+/// `skb_shared_info`), bytes.
+pub const SKB_OVERHEAD: u64 = 1536;
+
+/// `sk_wmem_queued` per segment of `mss` payload bytes: the skb overhead shared by the segments
+/// of one skb, whose size `tcp_tso_autosize()` sets to about 1 ms of data at the pacing rate
+/// (`sk_pacing_rate >> sk_pacing_shift`, shift 10), at least `tcp_min_tso_segs` = 2.
+/// `pacing_bytes_per_s` is the subflow's pacing rate (bytes/s).
+pub fn wmem_per_segment(mss: u32, pacing_bytes_per_s: u64) -> u64 {
+    let segs = ((pacing_bytes_per_s >> 10) / mss as u64).clamp(2, 44);
+    mss as u64 + SKB_OVERHEAD / segs
+}
+
 /// What the MPTCP-level retransmission needs to know of one subflow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RetransView {
@@ -189,6 +203,16 @@ mod tests {
             backup,
             stale_count,
         }
+    }
+
+    #[test]
+    fn wmem_per_segment_by_hand() {
+        // 10 Mbit/s = 1.25e6 B/s: 1220 B per ms < 2 segments -> 2: 1448 + 768.
+        assert_eq!(wmem_per_segment(1448, 1_250_000), 2216);
+        // 100 Mbit/s: 12207 B per ms = 8 segments: 1448 + 192.
+        assert_eq!(wmem_per_segment(1448, 12_500_000), 1640);
+        // A 64 KB GSO skb at most (44 segments): 1448 + 34.
+        assert_eq!(wmem_per_segment(1448, u64::MAX), 1482);
     }
 
     #[test]
