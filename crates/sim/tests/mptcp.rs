@@ -330,3 +330,103 @@ fn mptcp_is_deterministic() {
     assert_eq!(a, b);
     assert_eq!(a.timeseries_csv(), b.timeseries_csv());
 }
+
+/// The upstream Linux send path (`reinject = "linux"`, the default of linux-default) on the
+/// issue-9 case: two 10 Mbit/s paths, 10 ms each way, 100-packet buffers, uncoupled CUBIC,
+/// path b held for 6 s at 8 s.
+fn linux_outage(mode: &str, extra: &str) -> RunResults {
+    run(&format!(
+        r#"
+[run]
+duration_s = 20
+seed = 1
+bin_ms = 50
+[[link]]
+id = "a"
+rate_mbps = 10
+delay_ms = 10
+buffer_packets = 100
+[[link]]
+id = "b"
+rate_mbps = 10
+delay_ms = 10
+buffer_packets = 100
+outage_mode = "{mode}"
+outages = [{{ start_s = 8.0, duration_ms = 6000 }}]
+[[flow]]
+id = "m"
+kind = "mptcp"
+cc = "uncoupled-cubic"
+scheduler = "linux-default"
+paths = ["a", "b"]
+{extra}
+"#
+    ))
+}
+
+#[test]
+fn linux_path_retries_follow_the_backed_off_rto() {
+    let r = linux_outage("drop", "");
+    let arrivals = &link(&r, "b").outages[0].arrivals_ms;
+    // Retries: arrivals 50 ms or more after the onset (before that: ACK-clocked sends).
+    let retries: Vec<f64> = arrivals.iter().copied().filter(|&a| a >= 50.0).collect();
+    assert!(retries.len() >= 5, "retries {retries:?}");
+    // Linux RTO = SRTT + max(4 RTTVAR, 200 ms); SRTT is 120 ms with the 100-packet queue full
+    // (20 ms + 100 x 1.2 ms), so RTO ~320 ms, and the intervals between retries are that RTO
+    // doubled each time: ~320, 640, 1280, 2560 ms.
+    let srtt = series(&r, "m", "b", "srtt_ms")[159]; // the bin ending at 8.0 s
+    let rto = srtt + 200.0;
+    assert!((rto - 320.0).abs() < 10.0, "RTO {rto} ms");
+    for (k, w) in retries.windows(2).take(4).enumerate() {
+        let expect = rto * (1u64 << k) as f64;
+        let got = w[1] - w[0];
+        assert!(
+            (got / expect - 1.0).abs() < 0.02,
+            "interval {k}: {got:.1} ms, expected {expect:.1} ms (retries {retries:?})"
+        );
+    }
+    // In drop mode the path returns only at the first backed-off retransmission after the
+    // outage ends: the first retry is ~0.2 s after the onset, the sixth 0.32 x (1 + 2 + 4 + 8
+    // + 16) s later, at ~18.2 s, 4.2 s after the outage.
+    let gb = series(&r, "m", "b", "goodput_bps");
+    let back = gb
+        .iter()
+        .enumerate()
+        .position(|(k, &g)| k >= 280 && g > 1e6)
+        .unwrap();
+    let t = back as f64 * 0.05;
+    assert!((17.9..18.4).contains(&t), "b carries again at {t} s");
+}
+
+#[test]
+fn linux_path_stalls_then_carries_on_the_surviving_path_without_a_burst() {
+    let r = linux_outage("hold", "");
+    let g = series(&r, "m", "", "goodput_bps");
+    let bin = |t: f64| (t / 0.05).round() as usize;
+    // Before: both paths (19.3 Mbit/s). Then the connection stalls (the surviving path fills
+    // the autotuned window, drains, and only then takes MPTCP-level retransmissions) ...
+    assert!(mean(&g[bin(6.0)..bin(8.0)]) > 18.5e6);
+    let stalled = g[bin(8.0)..bin(12.0)]
+        .iter()
+        .filter(|&&x| x < 4.8e6)
+        .count() as f64
+        * 0.05;
+    assert!((1.0..=3.0).contains(&stalled), "stalled {stalled} s");
+    // ... and carries on at the surviving path's rate: no second-long release of held data.
+    let after = &g[bin(11.0)..bin(14.0)];
+    assert!((mean(after) - 9.65e6).abs() < 0.5e6, "{}", mean(after));
+    let worst = g[bin(8.0)..bin(14.0)]
+        .windows(10)
+        .map(mean)
+        .fold(0.0f64, f64::max);
+    assert!(worst < 25e6, "a 0.5 s burst of {worst} bit/s");
+    // The same case with the multipath-tcp.org rule reinjects at the first RTO and stalls less.
+    let rto = linux_outage("hold", "reinject = \"rto\"");
+    let g2 = series(&rto, "m", "", "goodput_bps");
+    let stalled2 = g2[bin(8.0)..bin(12.0)]
+        .iter()
+        .filter(|&&x| x < 4.8e6)
+        .count() as f64
+        * 0.05;
+    assert!(stalled2 < stalled, "rto {stalled2} s vs linux {stalled} s");
+}

@@ -1,0 +1,133 @@
+//! `railpath calibrate` (issue 9): the simulator's MPTCP against the kernel's when a path dies.
+//!
+//! - Against the committed kernel fixture (testbed/calibrate-kernel.json, measured on the CI
+//!   machine kind), the simulator meets the targets on the 1 s and 6 s outages at 100 packets:
+//!   window goodput within 10%, stall within 0.5-2x, the retry schedule (backed-off RTOs).
+//! - As root with kernel MPTCP, the full side-by-side runs on the namespace testbed (about
+//!   3.5 minutes); without them it says so loudly and skips.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("railpath-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn calibrate(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_railpath"))
+        .arg("calibrate")
+        .args(args)
+        .output()
+        .expect("run railpath")
+}
+
+fn json(p: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).expect("read")).expect("json")
+}
+
+#[test]
+fn simulator_meets_the_targets_against_the_kernel_fixture() {
+    let out = out_dir("calibrate-fixture");
+    let o = calibrate(&[
+        "--sim-only",
+        "--check",
+        "--case",
+        "o1000-b100-r20",
+        "--case",
+        "o6000-b100-r20",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "targets missed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v = json(&out.join("calibrate.json"));
+    assert_eq!(v["kernel_source"], "fixture");
+    let cases = v["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2);
+    for c in cases {
+        let checks = c["checks"].as_array().unwrap();
+        let targets: Vec<&str> = checks
+            .iter()
+            .map(|x| x["target"].as_str().unwrap())
+            .collect();
+        assert!(
+            targets.contains(&"window goodput within 10%"),
+            "{targets:?}"
+        );
+        assert!(targets.iter().any(|t| t.starts_with("stall within")));
+        assert!(targets.iter().any(|t| t.contains("retries")));
+        assert!(checks.iter().all(|x| x["holds"] == true), "{c}");
+        // The kernel stalls for about 1-1.5 s here, and so must the simulator.
+        let stall = c["sim"]["stall_s"].as_f64().unwrap();
+        assert!(stall >= 0.5, "{} stalls only {stall} s", c["name"]);
+    }
+    assert!(stdout.contains("o6000-b100-r20"), "{stdout}");
+}
+
+#[test]
+fn bad_arguments_are_input_errors() {
+    let o = calibrate(&["--sim-only", "--case", "no-such-case"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--case no-such-case"));
+    let o = calibrate(&["--sim-only", "--kernel", "/nonexistent/fixture.json"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = calibrate(&["--list"]);
+    assert!(o.status.success());
+    let list = String::from_utf8_lossy(&o.stdout);
+    for c in [
+        "o50-b100-r20",
+        "o1000-b100-r100",
+        "o6000-b100-r20-flip",
+        "radio-x2",
+    ] {
+        assert!(list.contains(c), "{list}");
+    }
+}
+
+#[test]
+fn full_side_by_side_on_the_testbed() {
+    if let Err(e) = railpath_linkem::check_environment() {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIP calibrate side-by-side on the testbed: {e}"
+        );
+        return;
+    }
+    let out = out_dir("calibrate-testbed");
+    let o = calibrate(&["--out", out.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    println!("{stdout}");
+    let v = json(&out.join("calibrate.json"));
+    assert_eq!(v["kernel_source"], "testbed");
+    let cases = v["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 11);
+    for c in cases {
+        let k = &c["kernel"];
+        assert!(k.is_object(), "no kernel side for {}", c["name"]);
+        let g = k["goodput_mbps"].as_f64().unwrap();
+        assert!(g > 5.0, "{}: kernel goodput {g}", c["name"]);
+        assert!(!c["checks"].as_array().unwrap().is_empty());
+    }
+    // The calibration holds against this run of this kernel, not only against the fixture:
+    // most targets are met (one run of the kernel varies from the next, so not all).
+    let (met, missed) = (
+        v["targets_met"].as_u64().unwrap(),
+        v["targets_missed"].as_u64().unwrap(),
+    );
+    assert!(
+        met as f64 >= 0.75 * (met + missed) as f64,
+        "{met} met, {missed} missed:\n{stdout}"
+    );
+}
