@@ -53,6 +53,19 @@ fn mptcp_two_links() -> String {
     )
 }
 
+/// The upstream Linux send path (linux-default, uncoupled CUBIC: subflow write queues,
+/// autotuned buffers, the MPTCP-level retransmit timer) over the same two links for 60 s, link b
+/// out for 6 s at 20 s.
+fn mptcp_linux_outage() -> String {
+    mptcp_two_links()
+        .replace("cc = \"lia\"", "cc = \"uncoupled-cubic\"")
+        .replace("scheduler = \"minrtt\"", "scheduler = \"linux-default\"")
+        .replace(
+            "[[link]]\nid = \"b\"\n",
+            "[[link]]\nid = \"b\"\noutages = [{ start_s = 20.0, duration_ms = 6000 }]\n",
+        )
+}
+
 /// The benchmark cases: (name, scenario TOML).
 pub fn cases() -> Vec<(&'static str, String)> {
     vec![
@@ -62,6 +75,10 @@ pub fn cases() -> Vec<(&'static str, String)> {
         (
             "mptcp-lia-minrtt-2x10mbps-10ms-100pkt-60s",
             mptcp_two_links(),
+        ),
+        (
+            "mptcp-uncoupled-cubic-linux-default-2x10mbps-10ms-100pkt-outage-60s",
+            mptcp_linux_outage(),
         ),
         // More cases: add a (name, TOML) pair here.
     ]

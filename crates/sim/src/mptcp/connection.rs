@@ -151,6 +151,27 @@ pub(crate) struct MptcpFlow {
     infos: Vec<SubflowInfo>,
 }
 
+/// Linux send path: a subflow's `(sk_stream_memory_free, sk_wmem_queued)`: skb memory, payload
+/// plus each skb's overhead, against its send buffer. Out of line: the other send paths' hot
+/// `info()` stays small.
+#[inline(never)]
+fn linux_memory(sf: &Subflow, pacing_bps: u64) -> (bool, u64) {
+    let s = &sf.sender;
+    let mss = s.cfg.mss;
+    let per_seg = linux::wmem_per_segment(
+        mss,
+        super::sched::linux_default::pacing_rate(&SubflowInfo {
+            srtt: s.srtt(),
+            cwnd: s.cwnd(),
+            mss,
+            pacing_rate_bps: pacing_bps,
+            ..SubflowInfo::default()
+        }),
+    );
+    let wmem = (s.packets_out() as u64 + sf.wq.len() as u64) * per_seg;
+    (wmem < sf.sndbuf, wmem)
+}
+
 /// State of the upstream Linux send path (`reinject = "linux"`, see `super::linux`).
 struct LinuxSend {
     /// The MPTCP-level retransmit timer's deadline, and the wake-up armed for it.
@@ -450,6 +471,7 @@ impl MptcpFlow {
     }
 
     /// Rebuild the scheduler's snapshot of every subflow.
+    #[inline(always)]
     fn snapshot(&mut self, now: Time) {
         self.infos.clear();
         for i in 0..self.subflows.len() {
@@ -459,6 +481,7 @@ impl MptcpFlow {
     }
 
     /// The scheduler's view of subflow `i` now.
+    #[inline(always)]
     fn info(&mut self, i: usize, now: Time) -> SubflowInfo {
         let sf = &mut self.subflows[i];
         let room = sf.sender.room(now);
@@ -473,19 +496,7 @@ impl MptcpFlow {
         // Linux send path: a subflow takes data while its send buffer has room (it queues beyond
         // its cwnd); what it holds is all it has not had acknowledged plus its write queue.
         let (has_space, queued_bytes) = if self.linux.is_some() {
-            // `sk_wmem_queued`: skb memory, payload plus each skb's overhead.
-            let per_seg = linux::wmem_per_segment(
-                mss,
-                super::sched::linux_default::pacing_rate(&SubflowInfo {
-                    srtt: s.srtt(),
-                    cwnd: s.cwnd(),
-                    mss,
-                    pacing_rate_bps: pacing,
-                    ..SubflowInfo::default()
-                }),
-            );
-            let wmem = (s.packets_out() as u64 + sf.wq.len() as u64) * per_seg;
-            (wmem < sf.sndbuf, wmem)
+            linux_memory(sf, pacing)
         } else {
             (room == Room::Yes, s.in_flight() as u64 * mss as u64)
         };

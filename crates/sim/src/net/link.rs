@@ -188,15 +188,11 @@ impl LinkDir {
     /// Offer a packet to the queue. Returns when to schedule the server, if it must start.
     pub fn enqueue(&mut self, mut p: Packet, now: Time) -> Wake {
         if self.down > 0 {
-            if let Some(log) = self.outage_log.last_mut() {
-                if log.arrivals.len() < OUTAGE_LOG_ARRIVALS {
-                    log.arrivals.push(now);
-                }
+            self.log_outage_arrival(now);
+            if self.outage_mode == OutageMode::Drop {
+                self.stats.drops_outage += 1;
+                return Wake::None;
             }
-        }
-        if self.down > 0 && self.outage_mode == OutageMode::Drop {
-            self.stats.drops_outage += 1;
-            return Wake::None;
         }
         if !self.fits(p.size as u32) {
             self.stats.drops_overflow += 1;
@@ -210,6 +206,16 @@ impl LinkDir {
             self.start(now)
         } else {
             Wake::None
+        }
+    }
+
+    /// A packet arrived during an outage: note it in the outage's log (bounded).
+    #[cold]
+    fn log_outage_arrival(&mut self, now: Time) {
+        if let Some(log) = self.outage_log.last_mut() {
+            if log.arrivals.len() < OUTAGE_LOG_ARRIVALS {
+                log.arrivals.push(now);
+            }
         }
     }
 
