@@ -211,9 +211,14 @@ fn check_supported(s: &Scenario) -> Result<(), ScenarioError> {
     Ok(())
 }
 
+/// `[tcp]` settings the testbed applies to the kernel (as the namespaces' `net.ipv4.tcp_rmem`
+/// and `tcp_wmem`), and bookkeeping that is no setting.
+const APPLIED_TCP_OPTIONS: &[&str] = &["rmem_bytes", "wmem_bytes", "rto_formula_set"];
+
 /// The `[tcp]` settings of flow `i` that differ from Linux's defaults: the testbed runs the
 /// kernel's own TCP, so they are not applied (the caller warns). Compared field by field on the
-/// resolved configuration's `Debug` form, so fields added to the schema later are covered too.
+/// resolved configuration's `Debug` form, so fields added to the schema later are covered too;
+/// the settings in [`APPLIED_TCP_OPTIONS`] are left out.
 pub fn unapplied_tcp_options(s: &Scenario, i: usize) -> Vec<String> {
     fn fields(dbg: &str) -> Vec<(String, String)> {
         let inner = dbg
@@ -225,6 +230,7 @@ pub fn unapplied_tcp_options(s: &Scenario, i: usize) -> Vec<String> {
             .split(", ")
             .filter_map(|kv| kv.split_once(": "))
             .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .filter(|(k, _)| !APPLIED_TCP_OPTIONS.contains(&k.as_str()))
             .collect()
     }
     let linux = fields(&format!(
@@ -456,6 +462,13 @@ pub fn run_scenario_with_report(s: &Scenario) -> Result<(RunResults, EmuReport),
         }
     }
     for (i, f) in s.flows.iter().enumerate() {
+        let (mine, all) = (s.tcp_config(i), s.tcp.resolved());
+        if (mine.rmem_bytes, mine.wmem_bytes) != (all.rmem_bytes, all.wmem_bytes) {
+            eprintln!(
+                "testbed: flow {:?}: rmem_bytes/wmem_bytes act on the whole host in the testbed; [tcp]'s apply",
+                f.id
+            );
+        }
         let diff = unapplied_tcp_options(s, i);
         if !diff.is_empty() {
             eprintln!(
@@ -486,6 +499,14 @@ pub fn run_scenario_with_report(s: &Scenario) -> Result<(RunResults, EmuReport),
                 &["mptcp", "endpoint", "delete", "id", &id],
             )?;
         }
+    }
+    // The kernel's buffer autotuning limits: the scenario's `[tcp]` rmem_bytes / wmem_bytes
+    // (by default Linux 6.18's) on both hosts, whatever this machine's defaults are.
+    let t = s.tcp.resolved();
+    let triple = |v: [u64; 3]| format!("{} {} {}", v[0], v[1], v[2]);
+    for ns in [tb.router_ns(), tb.server_ns()] {
+        tb.sysctl(ns, "net.ipv4.tcp_rmem", &triple(t.rmem_bytes))?;
+        tb.sysctl(ns, "net.ipv4.tcp_wmem", &triple(t.wmem_bytes))?;
     }
     // Host-wide MPTCP settings (check_supported made every mptcp flow agree on them).
     let mut prio_script: Vec<(Duration, String, bool)> = Vec::new();
@@ -1082,6 +1103,8 @@ mod tests {
         s.tcp.min_rto_ms = Some(200.0);
         s.tcp.initial_window = Some(4);
         s.tcp.sack = Some(false);
+        // Buffer limits are applied to the kernel, not listed.
+        s.tcp.rmem_bytes = Some([4096, 87380, 6291456]);
         let d = unapplied_tcp_options(&s, 0);
         assert_eq!(
             d,

@@ -430,3 +430,11 @@ fn linux_path_stalls_then_carries_on_the_surviving_path_without_a_burst() {
         * 0.05;
     assert!(stalled2 < stalled, "rto {stalled2} s vs linux {stalled} s");
 }
+
+#[test]
+fn linux_path_is_deterministic() {
+    let (a, b) = (linux_outage("hold", ""), linux_outage("hold", ""));
+    assert_eq!(a.summary.flows, b.summary.flows);
+    assert_eq!(a.summary.links, b.summary.links);
+    assert_eq!(a.series, b.series);
+}
