@@ -21,6 +21,7 @@ lint:
 
 test: setup lint
 	$(CARGO) test --workspace
+	./scripts/python-test.sh
 
 # Simulator benchmarks: one JSON line per case (numbers in docs/performance.md).
 bench: build

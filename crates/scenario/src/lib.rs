@@ -527,6 +527,22 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|e| ScenarioError::new(&file, "", format!("cannot read scenario file: {e}")))?;
+    let base = path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    load_text(&text, &file, &base, overrides)
+}
+
+/// [`load`] for scenario text already read: `file` names it in errors, and the files it names
+/// (traces, measured carriers) are relative to `base`.
+pub fn load_text(
+    text: &str,
+    file: &str,
+    base: &Path,
+    overrides: &[String],
+) -> Result<Scenario, ScenarioError> {
+    let (text, file) = (text.to_string(), file.to_string());
     // The text first, so that its errors name lines; then each override on the table.
     let mut s = parse_str(&text, &file)?;
     if !overrides.is_empty() {
@@ -544,12 +560,8 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError
         false => e,
     };
     s.validate().map_err(add_line)?;
-    let base = path
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."));
-    s.load_traces(&base).map_err(add_line)?;
-    railpath_radio::measured::load_files(&mut s.carriers, &base)
+    s.load_traces(base).map_err(add_line)?;
+    railpath_radio::measured::load_files(&mut s.carriers, base)
         .map_err(|e| radio_error(&file, e))?;
     Ok(s)
 }

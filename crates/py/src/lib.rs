@@ -1,0 +1,126 @@
+//! `railpath._core`: the Rust side of the Python package `railpath` (python/railpath).
+//!
+//! One source of truth: scenarios are loaded and validated by `railpath_scenario` exactly as the
+//! CLI does, runs are `railpath_sim::run`; this module only moves values across the language
+//! boundary. Runs release the GIL, so a thread pool runs simulations on every core.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use railpath_scenario::ScenarioError as RsScenarioError;
+use std::path::Path;
+
+pyo3::create_exception!(
+    railpath,
+    ScenarioError,
+    PyValueError,
+    "An invalid scenario or override; `file` and `key` name where, the message says what was expected."
+);
+
+fn scenario_error(e: RsScenarioError) -> PyErr {
+    Python::attach(|py| {
+        let err = ScenarioError::new_err(e.to_string());
+        let v = err.value(py);
+        // Attributes for programs; the message (str) is the CLI's.
+        let _ = v.setattr("file", e.file.as_str());
+        let _ = v.setattr("key", e.key.as_str());
+        err
+    })
+}
+
+fn load(
+    text: &str,
+    file: &str,
+    base: &str,
+    overrides: &[String],
+) -> Result<railpath_scenario::Scenario, RsScenarioError> {
+    railpath_scenario::load_text(text, file, Path::new(base), overrides)
+}
+
+/// Validate scenario text as `railpath run` does (with `overrides` in the `--set` syntax);
+/// raises `ScenarioError` naming the file, key and expected range.
+#[pyfunction]
+#[pyo3(signature = (text, file, base, overrides=Vec::new()))]
+fn validate(text: &str, file: &str, base: &str, overrides: Vec<String>) -> PyResult<()> {
+    load(text, file, base, &overrides)
+        .map(|_| ())
+        .map_err(scenario_error)
+}
+
+/// TOML text of a scenario given as JSON (a Python dict dumped by `json.dumps`).
+#[pyfunction]
+fn toml_from_json(json: &str, file: &str) -> PyResult<String> {
+    let v: serde_json::Value = serde_json::from_str(json)
+        .map_err(|e| scenario_error(RsScenarioError::new(file, "", format!("not JSON: {e}"))))?;
+    let t: toml::Value = serde_json::from_value(v).map_err(|e| {
+        scenario_error(RsScenarioError::new(
+            file,
+            "",
+            format!("not a scenario table: {e}"),
+        ))
+    })?;
+    if !t.is_table() {
+        return Err(scenario_error(RsScenarioError::new(
+            file,
+            "",
+            "expected a table of scenario keys",
+        )));
+    }
+    toml::to_string(&t).map_err(|e| {
+        scenario_error(RsScenarioError::new(
+            file,
+            "",
+            format!("cannot be written as TOML: {e}"),
+        ))
+    })
+}
+
+/// One run's outputs: summary.json text, bin width, and every series as
+/// (flow, subflow, metric, values).
+type RunOut = (String, f64, Vec<(String, String, String, Vec<f64>)>);
+
+/// Load, validate and run a scenario; the GIL is released while it loads and runs.
+#[pyfunction]
+#[pyo3(signature = (text, file, base, overrides=Vec::new()))]
+fn run(
+    py: Python<'_>,
+    text: &str,
+    file: &str,
+    base: &str,
+    overrides: Vec<String>,
+) -> PyResult<RunOut> {
+    let (text, file, base) = (text.to_string(), file.to_string(), base.to_string());
+    let out = py.detach(move || -> Result<RunOut, PyErrBox> {
+        let s = load(&text, &file, &base, &overrides).map_err(PyErrBox::Scenario)?;
+        let start = std::time::Instant::now();
+        let mut r = railpath_sim::run(&s).map_err(|e| PyErrBox::Run(e.to_string()))?;
+        r.summary.wall_s = start.elapsed().as_secs_f64();
+        let summary =
+            serde_json::to_string(&r.summary).map_err(|e| PyErrBox::Run(e.to_string()))?;
+        let series = r
+            .series
+            .into_iter()
+            .map(|s| (s.flow, s.subflow, s.metric.to_string(), s.values))
+            .collect();
+        Ok((summary, r.bin_s, series))
+    });
+    out.map_err(|e| match e {
+        PyErrBox::Scenario(e) => scenario_error(e),
+        PyErrBox::Run(m) => pyo3::exceptions::PyRuntimeError::new_err(m),
+    })
+}
+
+/// Errors built without the GIL, turned into Python exceptions after.
+enum PyErrBox {
+    Scenario(RsScenarioError),
+    Run(String),
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add("__version__", railpath_sim::VERSION)?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(toml_from_json, m)?)?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,182 @@
+"""railpath from Python (issue 15): the same numbers as the CLI, the same errors, sweeps."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import pandas as pd
+import pytest
+
+import railpath
+
+TWO_PATHS = """
+[run]
+duration_s = 10
+seed = 1
+[[link]]
+id = "a"
+rate_mbps = 10
+delay_ms = 10
+[[link]]
+id = "b"
+rate_mbps = 10
+delay_ms = 30
+[[flow]]
+id = "m"
+kind = "mptcp"
+cc = "lia"
+scheduler = "minrtt"
+paths = ["a", "b"]
+"""
+
+
+def _without_wall(summary: dict) -> dict:
+    return {k: v for k, v in summary.items() if k != "wall_s"}
+
+
+def test_run_gives_the_cli_summary_for_every_example(root, cli, tmp_path):
+    examples = sorted((root / "scenarios").glob("*.toml"))
+    assert len(examples) >= 5
+    for sc in examples:
+        out = tmp_path / sc.stem
+        subprocess.run(
+            [str(cli), "run", str(sc), "--seed", "3", "--out", str(out)],
+            check=True,
+            capture_output=True,
+        )
+        want = json.loads((out / "summary.json").read_text())
+        got = railpath.run(railpath.load(str(sc)), seed=3)
+        assert _without_wall(got.summary) == _without_wall(want), sc.name
+        # The time series are the CLI's timeseries.csv, row for row.
+        csv = pd.read_csv(out / "timeseries.csv", keep_default_na=False)
+        ts = got.timeseries
+        assert len(ts) == len(csv), sc.name
+        assert (ts["metric"].to_numpy() == csv["metric"].to_numpy()).all()
+        assert ts["value"].to_numpy() == pytest.approx(
+            csv["value"].to_numpy(), rel=1e-12, nan_ok=True
+        )
+
+
+def test_tables_are_tidy_with_units_in_names():
+    r = railpath.run(TWO_PATHS)
+    assert list(r.flows["flow"]) == ["m"]
+    assert {"goodput_bps", "delivered_bytes", "reorder_delay_avg_ms"} <= set(r.flows.columns)
+    assert list(r.subflows["subflow"]) == ["a", "b"]
+    ts = r.timeseries
+    assert list(ts.columns) == ["t_s", "flow", "subflow", "metric", "value"]
+    assert len(ts[(ts.metric == "goodput_bps") & (ts.subflow == "")]) == 100
+    assert r.handovers.empty and list(r.handovers.columns)[0] == "t_s"
+    assert list(r.links["link"]) == ["a", "b"]
+
+
+def test_load_accepts_a_dict_and_text_and_validates_like_the_cli():
+    d = {
+        "run": {"duration_s": 5},
+        "link": [{"id": "a", "rate_mbps": 10, "delay_ms": 10}],
+        "flow": [{"id": "t", "kind": "tcp", "cc": "cubic", "paths": ["a"]}],
+    }
+    assert railpath.run(railpath.load(d)).flows.loc[0, "goodput_bps"] > 8e6
+    bad = dict(d, link=[{"id": "a", "rate_mbps": -5}])
+    with pytest.raises(railpath.ScenarioError) as e:
+        railpath.load(bad)
+    assert e.value.key == "link[0].rate_mbps"
+    assert "link[0].rate_mbps" in str(e.value) and "> 0" in str(e.value)
+    assert isinstance(e.value, ValueError)
+
+
+def test_bad_override_raises_with_the_key(root):
+    sc = railpath.load(str(root / "scenarios" / "tcp-outage.toml"))
+    with pytest.raises(railpath.ScenarioError) as e:
+        railpath.run(sc, **{"link.x2.loss": 2.0})
+    assert "link" in e.value.key and "loss" in str(e.value)
+    with pytest.raises(railpath.ScenarioError) as e:
+        railpath.run(sc, **{"link.nope.loss": 0.1})
+    assert "nope" in str(e.value)
+    with pytest.raises(railpath.ScenarioError):
+        railpath.load(str(root / "scenarios" / "no-such-file.toml"))
+
+
+def test_overrides_change_the_run_as_the_cli_set_does():
+    base = railpath.run(TWO_PATHS, seed=1)
+    lossy = railpath.run(TWO_PATHS, seed=1, **{"link.a.loss": 0.01})
+    assert lossy.flows.loc[0, "retransmitted_packets"] > base.flows.loc[0, "retransmitted_packets"]
+    assert lossy.summary["seed"] == 1
+
+
+GRID = {"tcp.min_rto_ms": [200, 300, 5000], "tcp.max_rto_ms": [1000, 60000, 90000, 120000]}
+
+
+def test_sweep_grid_and_seeds_give_one_row_per_run():
+    df = railpath.sweep(
+        TWO_PATHS,
+        grid={"link.a.delay_ms": [5, 10, 20], "link.b.loss": [0.0, 0.01]},
+        seeds=range(2),
+        progress=False,
+    )
+    assert len(df) == 12
+    assert {"link.a.delay_ms", "link.b.loss", "seed", "flow", "goodput_bps", "error"} <= set(
+        df.columns
+    )
+    assert df["error"].isna().all()
+    assert df.groupby(["link.a.delay_ms", "link.b.loss", "seed"]).size().eq(1).all()
+
+
+def test_a_failing_point_leaves_the_others():
+    with pytest.warns(UserWarning, match="5000"):
+        df = railpath.sweep(TWO_PATHS, grid=GRID, seeds=[1], progress=False)
+    ok = df[df["error"].isna()]
+    bad = df[df["error"].notna()]
+    assert len(ok) == 11 and len(bad) == 1
+    assert bad.iloc[0]["tcp.min_rto_ms"] == 5000 and bad.iloc[0]["tcp.max_rto_ms"] == 1000
+    assert "min_rto_ms" in bad.iloc[0]["error"]
+
+
+def test_processes_and_dask_give_the_same_numbers(tmp_path):
+    from dask.distributed import Client, LocalCluster
+
+    grid = {"link.a.delay_ms": [5, 10, 20], "link.b.loss": [0.0, 0.01]}
+    key = ["link.a.delay_ms", "link.b.loss", "seed"]
+    ref = railpath.sweep(TWO_PATHS, grid=grid, seeds=range(2), progress=False).sort_values(key)
+    procs = railpath.sweep(
+        TWO_PATHS, grid=grid, seeds=range(2), executor="processes", progress=False
+    ).sort_values(key)
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        dsk = railpath.sweep(
+            TWO_PATHS,
+            grid=grid,
+            seeds=range(2),
+            executor=client,
+            progress=False,
+            parquet=tmp_path / "sweep.parquet",
+        ).sort_values(key)
+    for other in (procs, dsk):
+        assert len(other) == 12
+        assert list(other["goodput_bps"]) == list(ref["goodput_bps"])
+    back = pd.read_parquet(tmp_path / "sweep.parquet")
+    assert len(back) == 12 and "goodput_bps" in back
+
+
+def test_two_cores_run_a_sweep_faster_than_one():
+    # 200 short runs; each releases the GIL, so two threads use both cores. A timing
+    # assertion (the point of the test): one retry for a passing hiccup on a loaded machine.
+    sc = railpath.load(TWO_PATHS, **{"run.duration_s": 20})
+    grid = {"link.a.delay_ms": list(range(5, 105))}
+
+    def timed(workers: int) -> float:
+        t = time.perf_counter()
+        df = railpath.sweep(sc, grid=grid, seeds=range(2), max_workers=workers, progress=False)
+        assert len(df) == 200
+        return time.perf_counter() - t
+
+    for attempt in range(2):
+        one, two = timed(1), timed(2)
+        if one / two >= 1.7 or attempt == 1:
+            break
+    assert one / two >= 1.7, f"1 core {one:.2f} s, 2 cores {two:.2f} s"
