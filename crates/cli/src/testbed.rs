@@ -301,6 +301,7 @@ mod tests {
             receive_buffer: None,
             send_buffer: None,
             reorder_delay_ms: None,
+            pha: None,
         };
         let s = Summary {
             railpath_version: "0".into(),

@@ -13,7 +13,8 @@ pub mod controller;
 pub mod drain;
 pub mod handover_log;
 pub mod metrics;
-pub mod phad;
+/// The PHA-D decision rule, shared with the simulator (`railpath_radio::phad`).
+pub use railpath_radio::phad;
 pub mod pm;
 pub mod position;
 pub mod proxy;

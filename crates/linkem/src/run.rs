@@ -921,6 +921,7 @@ fn assemble(
             receive_buffer: None,
             send_buffer: None,
             reorder_delay_ms: None,
+            pha: None,
         });
         series.push(Series {
             flow: f.id.clone(),

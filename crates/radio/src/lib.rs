@@ -26,6 +26,7 @@ pub mod a3;
 pub mod capacity;
 pub mod config;
 pub mod measured;
+pub mod phad;
 pub mod propagation;
 pub mod table;
 pub mod timeline;

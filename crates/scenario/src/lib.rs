@@ -227,7 +227,35 @@ pub struct Flow {
     /// else false: a fixed buffer of `receive_buffer_packets`).
     #[serde(default)]
     pub receive_buffer_autotune: Option<bool>,
+    /// Mechanisms switched on for this flow (`MECHANISMS`): mptcp "pha" (the PHA scheduler
+    /// wrapper) or "pha-d" (receiver-driven MP_PRIO around predicted handovers).
+    #[serde(default)]
+    pub mechanisms: Vec<String>,
+    /// pha / pha-d: the handover table (from `railpath table learn`), relative to the scenario.
+    #[serde(default)]
+    pub handover_table: Option<String>,
+    /// pha / pha-d: learn the table instead from this many preliminary runs of the same scenario
+    /// with the seeds after `run.seed` (the PHA paper used 50).
+    #[serde(default)]
+    pub handover_table_learn_runs: Option<u32>,
+    /// pha / pha-d: error of the train's position fix, metres: inline-learned zones are widened
+    /// by it, and the position the mechanism samples is off by up to it (default 20).
+    #[serde(default)]
+    pub gps_error_m: Option<f64>,
+    /// pha-d: MP_PRIO(B=1) this long before a predicted zone (default: one full-queue RTT of the
+    /// flow's slowest path).
+    #[serde(default)]
+    pub phad_lead_ms: Option<f64>,
+    /// pha-d: MP_PRIO(B=0) this long before the zone's predicted end (default: as the lead).
+    #[serde(default)]
+    pub phad_back_ms: Option<f64>,
+    /// The handover table read from `handover_table` when the scenario was loaded.
+    #[serde(skip)]
+    pub handover_table_data: Option<railpath_radio::table::HandoverTable>,
 }
+
+/// Mechanisms a flow may switch on, with the flow kind each needs.
+pub const MECHANISMS: &[(&str, FlowKind)] = &[("pha", FlowKind::Mptcp), ("pha-d", FlowKind::Mptcp)];
 
 impl Flow {
     /// The reinjection rule in force: the flow's own, else "linux" for the upstream Linux
@@ -467,6 +495,42 @@ impl TcpOptions {
 }
 
 impl Scenario {
+    /// Read every flow's `handover_table` (relative to `base`) and check it knows the carriers
+    /// of the flow's links. Errors in the table name the table file and its field.
+    pub fn load_handover_tables(&mut self, base: &Path) -> Result<(), ScenarioError> {
+        for i in 0..self.flows.len() {
+            let Some(name) = self.flows[i].handover_table.clone() else {
+                continue;
+            };
+            let path = base.join(&name);
+            let t = railpath_radio::table::HandoverTable::load(&path)
+                .map_err(|e| ScenarioError::new(&e.file, e.field, e.message))?;
+            let key = format!("flow[{i}].handover_table");
+            for p in &self.flows[i].paths {
+                let carrier = self
+                    .links
+                    .iter()
+                    .find(|l| &l.id == p)
+                    .and_then(|l| l.carrier.clone());
+                if let Some(c) = carrier {
+                    if !t.carriers.contains_key(&c) {
+                        return Err(ScenarioError::new(
+                            &self.source,
+                            &key,
+                            format!(
+                                "{}: has no zones of carrier {c:?} (link {p:?}); it knows {}",
+                                path.display(),
+                                t.known_carriers().join(", ")
+                            ),
+                        ));
+                    }
+                }
+            }
+            self.flows[i].handover_table_data = Some(t);
+        }
+        Ok(())
+    }
+
     /// The TCP configuration of flow `i`: its own `tcp` table over `[tcp]` over Linux defaults.
     pub fn tcp_config(&self, i: usize) -> TcpConfig {
         match &self.flows[i].tcp {
@@ -561,6 +625,7 @@ pub fn load_text(
     };
     s.validate().map_err(add_line)?;
     s.load_traces(base).map_err(add_line)?;
+    s.load_handover_tables(base).map_err(add_line)?;
     railpath_radio::measured::load_files(&mut s.carriers, base)
         .map_err(|e| radio_error(&file, e))?;
     Ok(s)

@@ -295,6 +295,7 @@ impl Scenario {
                     }
                 }
             }
+            self.validate_mechanisms(&c, i, f)?;
             if f.kind == FlowKind::Tcp {
                 for (set, key) in [
                     (f.scheduler.is_some(), "scheduler"),
@@ -537,6 +538,128 @@ fn validate_link(c: &Check, i: usize, l: &Link) -> Result<(), ScenarioError> {
         )?;
     }
     Ok(())
+}
+
+impl Scenario {
+    /// A flow's `mechanisms` and the keys that go with them.
+    fn validate_mechanisms(
+        &self,
+        c: &Check,
+        i: usize,
+        f: &crate::Flow,
+    ) -> Result<(), ScenarioError> {
+        let k = |x: &str| format!("flow[{i}].{x}");
+        for (j, m) in f.mechanisms.iter().enumerate() {
+            match crate::MECHANISMS.iter().find(|(n, _)| n == m) {
+                None => {
+                    let names: Vec<&str> = crate::MECHANISMS.iter().map(|(n, _)| *n).collect();
+                    return Err(c.err(
+                        k(&format!("mechanisms[{j}]")),
+                        format!(
+                            "unknown mechanism {m:?}; expected one of {}",
+                            names.join(", ")
+                        ),
+                    ));
+                }
+                Some((_, kind)) if *kind != f.kind => {
+                    return Err(c.err(
+                        k(&format!("mechanisms[{j}]")),
+                        format!("{m:?} is for kind = \"{}\" flows", kind.as_str()),
+                    ));
+                }
+                _ => {}
+            }
+            if f.mechanisms[..j].contains(m) {
+                return Err(c.err(
+                    k(&format!("mechanisms[{j}]")),
+                    format!("{m:?} is given twice"),
+                ));
+            }
+        }
+        let pha = f.mechanisms.iter().any(|m| m == "pha" || m == "pha-d");
+        if f.mechanisms.iter().any(|m| m == "pha") && f.mechanisms.iter().any(|m| m == "pha-d") {
+            return Err(c.err(
+                k("mechanisms"),
+                "\"pha\" (the sender's scheduler) and \"pha-d\" (the receiver's MP_PRIO) are alternatives: give one",
+            ));
+        }
+        let keyed = [
+            (f.handover_table.is_some(), "handover_table"),
+            (
+                f.handover_table_learn_runs.is_some(),
+                "handover_table_learn_runs",
+            ),
+            (f.gps_error_m.is_some(), "gps_error_m"),
+            (f.phad_lead_ms.is_some(), "phad_lead_ms"),
+            (f.phad_back_ms.is_some(), "phad_back_ms"),
+        ];
+        // The table keys may stay when the mechanism is off (a scenario run with and without
+        // it); they are still checked, and only pha / pha-d read them.
+        if !pha && !keyed.iter().any(|(set, _)| *set) {
+            return Ok(());
+        }
+        if f.kind != FlowKind::Mptcp {
+            if let Some((_, key)) = keyed.iter().find(|(set, _)| *set) {
+                return Err(c.err(k(key), "only for kind = \"mptcp\" flows"));
+            }
+        }
+        if (f.phad_lead_ms.is_some() || f.phad_back_ms.is_some())
+            && !f.mechanisms.iter().any(|m| m == "pha-d")
+        {
+            let key = if f.phad_lead_ms.is_some() {
+                "phad_lead_ms"
+            } else {
+                "phad_back_ms"
+            };
+            return Err(c.err(k(key), "only with mechanisms = [\"pha-d\"]"));
+        }
+        match (&f.handover_table, f.handover_table_learn_runs) {
+            (None, None) if pha => {
+                return Err(c.err(
+                    k("handover_table"),
+                    "pha and pha-d need a handover table: handover_table = \"table.json\" (from railpath table learn) or handover_table_learn_runs = N",
+                ))
+            }
+            (Some(_), Some(_)) => {
+                return Err(c.err(
+                    k("handover_table_learn_runs"),
+                    "give either handover_table or handover_table_learn_runs, not both",
+                ))
+            }
+            (Some(t), None) if t.trim().is_empty() => {
+                return Err(c.err(k("handover_table"), "expected a file name"))
+            }
+            _ => {}
+        }
+        if let Some(n) = f.handover_table_learn_runs {
+            c.int_range(&k("handover_table_learn_runs"), n, 1, 500, "runs")?;
+        }
+        if let Some(g) = f.gps_error_m {
+            c.range(&k("gps_error_m"), g, 0.0, false, 1000.0, "m")?;
+        }
+        for (key, v) in [
+            ("phad_lead_ms", f.phad_lead_ms),
+            ("phad_back_ms", f.phad_back_ms),
+        ] {
+            if let Some(v) = v {
+                c.range(&k(key), v, 0.0, false, 60_000.0, "ms")?;
+            }
+        }
+        for (j, p) in f.paths.iter().enumerate() {
+            let carrier = self
+                .links
+                .iter()
+                .find(|l| &l.id == p)
+                .and_then(|l| l.carrier.as_ref());
+            if pha && carrier.is_none() {
+                return Err(c.err(
+                    k(&format!("paths[{j}]")),
+                    format!("pha and pha-d predict handovers of carriers: link {p:?} has no carrier (give it carrier = \"...\")"),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Ranges of each option that is set, in `[tcp]` or a flow's `tcp` table.

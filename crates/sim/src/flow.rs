@@ -377,6 +377,7 @@ impl TcpFlow {
             receive_buffer: None,
             send_buffer: None,
             reorder_delay_ms: None,
+            pha: None,
         };
         let mk = |metric: &'static str, values: &Vec<f64>| Series {
             flow: self.id.clone(),

@@ -43,6 +43,23 @@ pub struct FlowSummary {
     pub receive_buffer: Option<BufferStats>,
     pub send_buffer: Option<BufferStats>,
     pub reorder_delay_ms: Option<AvgMax>,
+    /// mptcp with `mechanisms` "pha" or "pha-d": what the mechanism did; null otherwise.
+    pub pha: Option<PhaStats>,
+}
+
+/// What PHA or PHA-D did over a run.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct PhaStats {
+    /// PHA: subflow-seconds removed from scheduling (in a predicted zone).
+    pub blocked_s: f64,
+    /// PHA-D: subflow-seconds the receiver asked to be backup.
+    pub backup_s: f64,
+    /// PHA-D: MP_PRIO options the receiver sent.
+    pub prio_changes: u64,
+    /// New data sent on a subflow while PHA had it removed (the rule says 0).
+    pub sends_in_zone: u64,
+    /// New data sent on a backup subflow while a regular one was usable (RFC 8684: 0).
+    pub sends_on_backup: u64,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -298,6 +298,7 @@ impl World {
                         };
                         paths.push((name, data_route, ack_route));
                     }
+                    let plan = crate::mechanisms::pha::plan(s, f, end).map_err(SimError)?;
                     let flow = MptcpFlow::new(MptcpSetup {
                         idx: fi as u32,
                         flow: f,
@@ -305,11 +306,13 @@ impl World {
                         paths,
                         seed: s.run.seed,
                         nbins,
+                        plan,
                     })
                     .map_err(SimError)?;
-                    for (k, pc) in flow.prio_script.iter().enumerate() {
+                    let controls = flow.prio_script.iter().map(|pc| pc.t);
+                    for (k, t) in controls.chain(flow.wakes.iter().copied()).enumerate() {
                         net.sched.at(
-                            pc.t,
+                            t,
                             Event::FlowControl {
                                 flow: fi as u32,
                                 idx: k as u32,

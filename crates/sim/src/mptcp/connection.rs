@@ -98,6 +98,8 @@ pub(crate) struct MptcpSetup<'a> {
     pub paths: Vec<(String, u32, u32)>,
     pub seed: u64,
     pub nbins: usize,
+    /// PHA / PHA-D, computed from the train's position timeline before the run.
+    pub plan: Option<crate::mechanisms::pha::Plan>,
 }
 
 pub(crate) struct MptcpFlow {
@@ -140,6 +142,14 @@ pub(crate) struct MptcpFlow {
     pub completed_at: Option<Time>,
     // scripted control
     pub prio_script: Vec<PrioScript>,
+    /// Times to look again at scheduling (when a PHA block ends): `control` indices after the
+    /// prio script's.
+    pub wakes: Vec<Time>,
+    /// PHA's blocks (also checked on every new send) and PHA-D's backup times, for statistics.
+    pha_blocks: Option<crate::mechanisms::pha::Blocks>,
+    phad_backup: Option<crate::mechanisms::pha::Blocks>,
+    mechanisms: Vec<String>,
+    pha_stats: crate::results::PhaStats,
     // statistics
     goodput: Vec<f64>,
     rcv_buf_samples: Vec<f64>,
@@ -297,11 +307,31 @@ impl MptcpFlow {
             });
         }
         let sched_name = f.scheduler.clone().unwrap_or_else(|| "minrtt".to_string());
-        let scheduler = sched::by_name(
+        let mut scheduler = sched::by_name(
             &sched_name,
             Rng::stream(setup.seed, &format!("sched/{}", f.id)),
         )
         .ok_or_else(|| format!("flow {:?}: unknown scheduler {sched_name:?}", f.id))?;
+        let plan = setup.plan;
+        let mut wakes = Vec::new();
+        let mut pha_blocks = None;
+        let mut phad_backup = None;
+        if let Some(p) = &plan {
+            if p.mechanism == "pha" {
+                // Algorithm 1: the wrapped scheduler never sees a blocked subflow; the
+                // connection looks again when a block ends.
+                scheduler = Box::new(crate::mechanisms::pha::Pha::new(
+                    scheduler,
+                    p.blocks.clone(),
+                ));
+                wakes = p.blocks.ends().collect();
+                wakes.sort();
+                wakes.dedup();
+                pha_blocks = Some(p.blocks.clone());
+            } else {
+                phad_backup = Some(p.backup.clone());
+            }
+        }
         let mss = tcp.mss_bytes;
         let rcv_buf_segs = f
             .receive_buffer_packets
@@ -309,6 +339,15 @@ impl MptcpFlow {
             .unwrap_or((tcp.receive_window_bytes / mss as u64).max(2));
         // A change names a link: it applies to every subflow over that link.
         let mut prio_script = Vec::new();
+        // PHA-D: the receiver's MP_PRIO around each predicted handover.
+        for &(t, sub, backup) in plan.iter().flat_map(|p| p.prio.iter()) {
+            prio_script.push(PrioScript {
+                t,
+                sub,
+                backup,
+                by: PrioBy::Receiver,
+            });
+        }
         for pc in &f.prio_changes {
             let mut any = false;
             for (sub, _) in f.paths.iter().enumerate().filter(|(_, p)| **p == pc.path) {
@@ -386,6 +425,11 @@ impl MptcpFlow {
             rcv_buf_segs,
             completed_at: None,
             prio_script,
+            wakes,
+            pha_blocks,
+            phad_backup,
+            mechanisms: f.mechanisms.clone(),
+            pha_stats: Default::default(),
             goodput: Vec::with_capacity(setup.nbins),
             rcv_buf_samples: Vec::with_capacity(setup.nbins),
             snd_buf_samples: Vec::with_capacity(setup.nbins),
@@ -624,6 +668,7 @@ impl MptcpFlow {
             let sf = &mut self.subflows[i];
             sf.wq.push_back((dsn, len));
             sf.wq_bytes += len as u64;
+            self.note_new_send(i, now);
             self.infos[i] = self.info(i, now);
             pushed = true;
             if again {
@@ -666,6 +711,31 @@ impl MptcpFlow {
             sf.sender.send_new(dsn, len, now, &mut |p| {
                 net.send(p);
             });
+        }
+    }
+
+    /// A segment was given to subflow `i`: check it against the mechanisms' rules (statistics
+    /// that tests and users read; nothing is changed).
+    #[inline]
+    fn note_new_send(&mut self, i: usize, now: Time) {
+        if self.pha_blocks.is_some() || self.phad_backup.is_some() {
+            self.note_mechanism_send(i, now);
+        }
+    }
+
+    #[cold]
+    fn note_mechanism_send(&mut self, i: usize, now: Time) {
+        let blocked = |j: usize| self.pha_blocks.as_ref().is_some_and(|b| b.blocked(j, now));
+        if blocked(i) {
+            self.pha_stats.sends_in_zone += 1;
+        }
+        let regular_usable = self
+            .subflows
+            .iter()
+            .enumerate()
+            .any(|(j, o)| j != i && !o.backup && !o.failed && !o.stale && !blocked(j));
+        if self.subflows[i].backup && regular_usable {
+            self.pha_stats.sends_on_backup += 1;
         }
     }
 
@@ -785,8 +855,19 @@ impl MptcpFlow {
     /// data stream at its own pace (a subflow short of window catches up later), skipping what
     /// the peer has already data-ACKed.
     fn push_redundant(&mut self, now: Time, net: &mut Net) {
-        let any_regular = self.subflows.iter().any(|s| !s.backup && !s.failed);
-        for j in 0..self.subflows.len() {
+        // PHA: a subflow in a predicted handover zone carries nothing new (at most 16 subflows).
+        let mut blocked = [false; 16];
+        if let Some(b) = &self.pha_blocks {
+            for (j, x) in blocked.iter_mut().enumerate().take(self.subflows.len()) {
+                *x = b.blocked(j, now);
+            }
+        }
+        let any_regular = (0..self.subflows.len())
+            .any(|j| !self.subflows[j].backup && !self.subflows[j].failed && !blocked[j]);
+        for (j, &skip) in blocked.iter().enumerate().take(self.subflows.len()) {
+            if skip {
+                continue;
+            }
             loop {
                 let sf = &self.subflows[j];
                 if sf.failed || (sf.backup && any_regular) {
@@ -816,6 +897,7 @@ impl MptcpFlow {
                     net.send(p);
                 });
                 sf.red_next = dsn + 1;
+                self.note_new_send(j, now);
                 if dsn == self.app.next {
                     self.app.take();
                     self.reinjected.push_back(false);
@@ -862,6 +944,7 @@ impl MptcpFlow {
             self.subflows[i].sender.send_new(dsn, len, now, &mut |p| {
                 net.send(p);
             });
+            self.note_new_send(i, now);
             self.infos[i] = self.info(i, now);
             if from.is_some() {
                 self.reinject_q.pop_front();
@@ -1168,6 +1251,8 @@ impl MptcpFlow {
     /// A scripted MP_PRIO change.
     pub fn control(&mut self, idx: u32, net: &mut Net) {
         let Some(pc) = self.prio_script.get(idx as usize).copied() else {
+            // A wake-up: a PHA block ended, a subflow may take data again.
+            self.push(net);
             return;
         };
         match pc.by {
@@ -1240,7 +1325,7 @@ impl MptcpFlow {
             kind: "mptcp".into(),
             cc: self.cc_name.clone(),
             scheduler: Some(self.sched_name.clone()),
-            mechanisms: Vec::new(),
+            mechanisms: self.mechanisms.clone(),
             goodput_bps: gp(self.rx.delivered_bytes),
             delivered_bytes: self.rx.delivered_bytes,
             sent_packets: sent,
@@ -1277,6 +1362,19 @@ impl MptcpFlow {
                     self.rx.reorder_sum.ms_f64() / self.rx.reorder_count as f64
                 },
                 max: self.rx.reorder_max.ms_f64(),
+            }),
+            pha: (self.pha_blocks.is_some() || self.phad_backup.is_some()).then(|| {
+                let mut st = self.pha_stats;
+                st.blocked_s = self
+                    .pha_blocks
+                    .as_ref()
+                    .map_or(0.0, |b| b.total().secs_f64());
+                st.backup_s = self
+                    .phad_backup
+                    .as_ref()
+                    .map_or(0.0, |b| b.total().secs_f64());
+                st.prio_changes = self.prio_script.len() as u64;
+                st
             }),
         };
         let mut series = vec![

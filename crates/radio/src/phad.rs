@@ -1,4 +1,7 @@
-//! The PHA-D decision rule: which carriers' MPTCP endpoints should be backup now.
+//! The PHA-D decision rule: which carriers' MPTCP endpoints should be backup now. One
+//! implementation of zone, lead and margin, used by the onboard gateway (`railpath-gateway`'s
+//! controller, on live GPS) and by the simulator's `mechanisms = ["pha-d"]` (on the train's
+//! simulated position).
 //!
 //! Source: PHA paper, seeds.md section 1 ("PHA-D (downlink, no server change)"): normal mode is
 //! all subflows regular; at least one RTT before a predicted handover zone the train sends
@@ -28,8 +31,8 @@
 //!
 //! The position used is dead-reckoned from the last fix: `position_m + speed_mps * age`.
 
+use crate::table::Predictor;
 use railpath_core::Time;
-use railpath_radio::table::Predictor;
 
 /// A position fix along the track.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -174,7 +177,7 @@ pub fn decide(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use railpath_radio::table::HandoverTable;
+    use crate::table::HandoverTable;
 
     fn table() -> Predictor {
         let t = HandoverTable::from_json_str(

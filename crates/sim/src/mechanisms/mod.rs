@@ -1,0 +1,4 @@
+//! Mechanisms of the source papers, as switches on a flow (`mechanisms = [...]`): they wrap or
+//! steer the engine's parts (schedulers, receivers), never fork them.
+
+pub mod pha;

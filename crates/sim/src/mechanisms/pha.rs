@@ -1,0 +1,385 @@
+//! PHA and PHA-D: proactive handover-aware MPTCP (the PHA paper, seeds.md section 1).
+//!
+//! Both act on the train's position, sampled every 10 ms (the radio model's position sampling,
+//! `train.sample_ms`), read against the learned handover table through the position predictor
+//! (`railpath_radio::table::Predictor`), with the GPS error of the fix: the position the
+//! mechanism sees is the true one plus a per-run offset drawn uniformly within +-`gps_error_m`
+//! (a GPS error changes over tens of seconds, not between 10 ms samples).
+//!
+//! - **PHA** (Algorithm 1), at the sender: a wrapper over any scheduler that removes the subflow
+//!   of a carrier while the train is in one of that carrier's predicted zones (`usable = false`
+//!   in the scheduler's snapshot) and otherwise defers to the wrapped scheduler. The table's
+//!   zones are already widened by the GPS error, so "in the zone" covers "about to hand over".
+//! - **PHA-D**, at the receiver: the train sends MP_PRIO(B=1) for a carrier's subflows at least
+//!   `lead` before a predicted zone and MP_PRIO(B=0) `back` before its predicted end, by the rule
+//!   the onboard gateway runs (`railpath_radio::phad::decide`: one implementation of zone, lead
+//!   and margin). The option reaches the sender one reverse one-way delay later; the sender is
+//!   unmodified (RFC 8684 section 3.3.8: no new data on a backup subflow while a regular one is
+//!   usable).
+//!
+//! Both are computed once, before the run, from the position timeline: the train's motion does
+//! not depend on the packets.
+
+use crate::mptcp::sched::{ConnInfo, Decision, Feedback, Scheduler, SubflowInfo};
+use railpath_core::{Rng, Time};
+use railpath_radio::phad::{self, Fix};
+use railpath_radio::table::{HandoverTable, Predictor};
+use railpath_radio::track::Motion;
+use railpath_scenario::{Flow, Scenario};
+
+/// Default GPS error of the position fix, metres (`railpath table learn`'s default too).
+pub const DEFAULT_GPS_ERROR_M: f64 = 20.0;
+
+/// Time intervals `[start, end)` during which each subflow is blocked, sorted, disjoint.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Blocks {
+    per_sub: Vec<Vec<(Time, Time)>>,
+}
+
+impl Blocks {
+    pub fn new(per_sub: Vec<Vec<(Time, Time)>>) -> Blocks {
+        Blocks { per_sub }
+    }
+
+    /// Is subflow `i` blocked at `t`?
+    pub fn blocked(&self, i: usize, t: Time) -> bool {
+        let Some(v) = self.per_sub.get(i) else {
+            return false;
+        };
+        let k = v.partition_point(|&(_, e)| e <= t);
+        v.get(k).is_some_and(|&(s, _)| s <= t)
+    }
+
+    /// Every block's end (when the connection must look again).
+    pub fn ends(&self) -> impl Iterator<Item = Time> + '_ {
+        self.per_sub.iter().flatten().map(|&(_, e)| e)
+    }
+
+    /// Total blocked time over all subflows.
+    pub fn total(&self) -> Time {
+        self.per_sub
+            .iter()
+            .flatten()
+            .fold(Time::ZERO, |a, &(s, e)| a + (e - s))
+    }
+}
+
+/// The PHA scheduler: hides blocked subflows from the wrapped scheduler (Algorithm 1).
+pub struct Pha {
+    inner: Box<dyn Scheduler>,
+    blocks: Blocks,
+    /// The snapshot with blocked subflows unusable (reused: no allocation per decision).
+    view: Vec<SubflowInfo>,
+}
+
+impl Pha {
+    pub fn new(inner: Box<dyn Scheduler>, blocks: Blocks) -> Pha {
+        Pha {
+            inner,
+            blocks,
+            view: Vec::new(),
+        }
+    }
+
+    fn filtered(&mut self, subs: &[SubflowInfo], now: Time) {
+        self.view.clear();
+        self.view.extend_from_slice(subs);
+        for s in &mut self.view {
+            if self.blocks.blocked(s.id, now) {
+                s.usable = false;
+            }
+        }
+    }
+}
+
+impl Scheduler for Pha {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn pick(&mut self, subs: &[SubflowInfo], conn: &ConnInfo) -> Decision {
+        self.filtered(subs, conn.now);
+        if !self.view.iter().any(|s| s.usable) {
+            return Decision::Wait;
+        }
+        let view = std::mem::take(&mut self.view);
+        let d = self.inner.pick(&view, conn);
+        self.view = view;
+        d
+    }
+
+    fn redundant(&self) -> bool {
+        self.inner.redundant()
+    }
+
+    fn feedback(&mut self, f: &Feedback, subs: &[SubflowInfo], conn: &ConnInfo) {
+        self.inner.feedback(f, subs, conn);
+    }
+
+    fn wants_feedback(&self) -> bool {
+        self.inner.wants_feedback()
+    }
+}
+
+/// What a flow's PHA or PHA-D does over the run, computed before it starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// "pha" or "pha-d".
+    pub mechanism: &'static str,
+    /// PHA: when each subflow is removed from scheduling.
+    pub blocks: Blocks,
+    /// PHA-D: MP_PRIO changes the receiver sends, (time, subflow, backup).
+    pub prio: Vec<(Time, usize, bool)>,
+    /// PHA-D: when each subflow is backup as the receiver sees it (for statistics).
+    pub backup: Blocks,
+    pub table: HandoverTable,
+}
+
+/// The table a flow uses: the one loaded with the scenario, or one learned from
+/// `handover_table_learn_runs` preliminary runs (seeds `run.seed + 1 ..= run.seed + N`: the
+/// radio model alone decides where handovers happen, so no packets need to be simulated).
+pub fn table_for(s: &Scenario, f: &Flow, end: Time) -> Result<HandoverTable, String> {
+    if let Some(t) = &f.handover_table_data {
+        return Ok(t.clone());
+    }
+    let n = f.handover_table_learn_runs.unwrap_or(0);
+    let train = s
+        .train
+        .as_ref()
+        .ok_or_else(|| format!("flow {:?}: pha needs the train radio model", f.id))?;
+    let mut runs = Vec::with_capacity(n as usize);
+    for k in 1..=u64::from(n) {
+        let seed = s.run.seed.wrapping_add(k);
+        let tl = railpath_radio::carrier_timelines(train, &s.carriers, seed, end)
+            .map_err(|e| format!("radio model: {}: {}", e.key, e.message))?;
+        let hs = tl.into_iter().flat_map(|t| t.handovers).collect();
+        runs.push((format!("seed {seed}"), hs));
+    }
+    HandoverTable::learn(&runs, f.gps_error_m.unwrap_or(DEFAULT_GPS_ERROR_M)).map_err(|e| {
+        format!(
+            "flow {:?}: learning the handover table: {}",
+            f.id, e.message
+        )
+    })
+}
+
+/// The default PHA-D lead and margin: one round trip of the flow's slowest path with its
+/// bottleneck queue full (2 x `delay_ms` + `buffer` at the carrier's peak rate).
+pub fn default_rtt(s: &Scenario, f: &Flow) -> Time {
+    let mut worst = 0.0f64;
+    for p in &f.paths {
+        let Some(l) = s.links.iter().find(|l| &l.id == p) else {
+            continue;
+        };
+        let rate = l
+            .rate_mbps
+            .or_else(|| {
+                let c = l.carrier.as_ref()?;
+                s.carriers.iter().find(|x| &x.id == c)?.rate_mbps
+            })
+            .unwrap_or(0.0);
+        let queue_ms = match (l.buffer(), rate > 0.0) {
+            (railpath_scenario::BufferLimit::Packets(n), true) => {
+                n as f64 * 1500.0 * 8.0 / (rate * 1e3)
+            }
+            (railpath_scenario::BufferLimit::Bytes(b), true) => b as f64 * 8.0 / (rate * 1e3),
+            _ => 0.0,
+        };
+        worst = worst.max(2.0 * l.delay_ms + queue_ms);
+    }
+    Time::from_ms_f64(worst)
+}
+
+/// Intervals where `on(t)` holds, from samples at `times` (each sample holds until the next).
+fn intervals(times: &[Time], on: &[bool], end: Time) -> Vec<(Time, Time)> {
+    let mut out = Vec::new();
+    let mut start: Option<Time> = None;
+    for (k, (&t, &o)) in times.iter().zip(on).enumerate() {
+        match (o, start) {
+            (true, None) => start = Some(t),
+            (false, Some(s)) => {
+                out.push((s, t));
+                start = None;
+            }
+            _ => {}
+        }
+        if k + 1 == times.len() {
+            if let Some(s) = start {
+                out.push((s, end.max(t)));
+            }
+        }
+    }
+    out
+}
+
+/// The plan of flow `f` (an mptcp flow with `mechanisms` "pha" or "pha-d"), or `None`.
+pub fn plan(s: &Scenario, f: &Flow, end: Time) -> Result<Option<Plan>, String> {
+    let mechanism = match () {
+        _ if f.mechanisms.iter().any(|m| m == "pha") => "pha",
+        _ if f.mechanisms.iter().any(|m| m == "pha-d") => "pha-d",
+        _ => return Ok(None),
+    };
+    let train = s
+        .train
+        .as_ref()
+        .ok_or_else(|| format!("flow {:?}: {mechanism} needs the train radio model", f.id))?;
+    let table = table_for(s, f, end)?;
+    let predictor = Predictor::new(&table);
+    let motion = Motion::new(train);
+    let gps = f.gps_error_m.unwrap_or(DEFAULT_GPS_ERROR_M);
+    let mut rng = Rng::stream(s.run.seed, &format!("pha/gps/{}", f.id));
+    let offset = (2.0 * rng.uniform() - 1.0) * gps;
+    // The carrier of each subflow, and the flow's carriers in order.
+    let sub_carrier: Vec<String> = f
+        .paths
+        .iter()
+        .map(|p| {
+            s.links
+                .iter()
+                .find(|l| &l.id == p)
+                .and_then(|l| l.carrier.clone())
+                .ok_or_else(|| format!("flow {:?}: link {p:?} has no carrier", f.id))
+        })
+        .collect::<Result<_, _>>()?;
+    let mut carriers: Vec<String> = Vec::new();
+    for c in &sub_carrier {
+        if !carriers.contains(c) {
+            carriers.push(c.clone());
+        }
+    }
+    let times: Vec<Time> = motion.sample_times(end).take_while(|&t| t < end).collect();
+    let fix = |t: Time| Fix {
+        position_m: motion.position_at(t) + offset,
+        speed_mps: motion.speed_at(t),
+    };
+    // Per carrier and sample: PHA's "in a predicted zone", PHA-D's "backup".
+    let mut state: Vec<Vec<bool>> = vec![Vec::with_capacity(times.len()); carriers.len()];
+    let rtt = default_rtt(s, f);
+    let lead = f.phad_lead_ms.map_or(rtt, Time::from_ms_f64);
+    let back = f.phad_back_ms.map_or(lead, Time::from_ms_f64);
+    for &t in &times {
+        let x = fix(t);
+        if mechanism == "pha" {
+            for (ci, c) in carriers.iter().enumerate() {
+                let inside = predictor
+                    .predict_carrier(c, x.position_m, x.speed_mps, Time::ZERO)
+                    .map(|ps| ps.iter().any(|p| p.in_zone))
+                    .unwrap_or(false);
+                state[ci].push(inside);
+            }
+        } else {
+            let ds = phad::decide(
+                &predictor,
+                &carriers,
+                Some((x, Time::ZERO)),
+                lead,
+                back,
+                Time::MAX,
+            );
+            for (ci, d) in ds.iter().enumerate() {
+                state[ci].push(d.backup);
+            }
+        }
+    }
+    let per_carrier: Vec<Vec<(Time, Time)>> =
+        state.iter().map(|on| intervals(&times, on, end)).collect();
+    let per_sub: Vec<Vec<(Time, Time)>> = sub_carrier
+        .iter()
+        .map(|c| per_carrier[carriers.iter().position(|x| x == c).expect("listed")].clone())
+        .collect();
+    let mut prio = Vec::new();
+    if mechanism == "pha-d" {
+        for (sub, iv) in per_sub.iter().enumerate() {
+            for &(a, b) in iv {
+                prio.push((a, sub, true));
+                if b < end {
+                    prio.push((b, sub, false));
+                }
+            }
+        }
+        prio.sort_by_key(|&(t, sub, _)| (t, sub));
+    }
+    let (blocks, backup) = if mechanism == "pha" {
+        (Blocks::new(per_sub), Blocks::default())
+    } else {
+        (Blocks::default(), Blocks::new(per_sub))
+    };
+    Ok(Some(Plan {
+        mechanism,
+        blocks,
+        prio,
+        backup,
+        table,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mptcp::sched::by_name;
+
+    fn ms(x: u64) -> Time {
+        Time::from_ms(x)
+    }
+
+    #[test]
+    fn blocks_by_hand() {
+        let b = Blocks::new(vec![vec![(ms(100), ms(200)), (ms(500), ms(510))], vec![]]);
+        assert!(!b.blocked(0, ms(99)));
+        assert!(b.blocked(0, ms(100)));
+        assert!(b.blocked(0, ms(199)));
+        assert!(!b.blocked(0, ms(200)), "the end is open");
+        assert!(b.blocked(0, ms(505)));
+        assert!(!b.blocked(1, ms(150)));
+        assert!(
+            !b.blocked(7, ms(150)),
+            "an unknown subflow is never blocked"
+        );
+        assert_eq!(b.total(), ms(110));
+    }
+
+    #[test]
+    fn intervals_from_samples() {
+        let t: Vec<Time> = (0..6).map(|k| ms(10 * k)).collect();
+        let on = [false, true, true, false, true, true];
+        assert_eq!(
+            intervals(&t, &on, ms(60)),
+            vec![(ms(10), ms(30)), (ms(40), ms(60))]
+        );
+    }
+
+    #[test]
+    fn pha_hides_the_blocked_subflow_and_defers_otherwise() {
+        let sub = |id: usize, srtt: u64| SubflowInfo {
+            id,
+            srtt: ms(srtt),
+            min_rtt: ms(srtt),
+            cwnd: 10,
+            in_flight: 0,
+            mss: 1000,
+            usable: true,
+            has_space: true,
+            ..SubflowInfo::default()
+        };
+        let conn = |now: Time| ConnInfo {
+            now,
+            queued_segments: u64::MAX,
+            rcv_wnd_free: 1 << 20,
+            rcv_wnd: 1 << 20,
+            data_in_flight: 0,
+            mss: 1000,
+        };
+        // minRTT prefers subflow 0 (10 ms); while 0 is blocked (100-200 ms) it takes 1.
+        let blocks = Blocks::new(vec![vec![(ms(100), ms(200))], vec![]]);
+        let mut p = Pha::new(by_name("minrtt", Rng::stream(0, "t")).unwrap(), blocks);
+        let subs = [sub(0, 10), sub(1, 30)];
+        assert_eq!(p.pick(&subs, &conn(ms(50))), Decision::Send(0));
+        assert_eq!(p.pick(&subs, &conn(ms(150))), Decision::Send(1));
+        assert_eq!(p.pick(&subs, &conn(ms(200))), Decision::Send(0));
+        // Both blocked: wait (never a blocked subflow).
+        let both = Blocks::new(vec![vec![(ms(0), ms(10))], vec![(ms(0), ms(10))]]);
+        let mut p = Pha::new(by_name("ecf", Rng::stream(0, "t")).unwrap(), both);
+        assert_eq!(p.pick(&subs, &conn(ms(5))), Decision::Wait);
+        assert_eq!(p.name(), "ecf");
+    }
+}
