@@ -6,9 +6,10 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
-# Debian packages: build tools, and for the namespace testbed and gateway: iproute2, nftables,
-# iperf3 and mptcpd (mptcpize).
-DEB_PACKAGES=(build-essential pkg-config iproute2 nftables iperf3 mptcpd ethtool procps python3 python3-venv)
+# Debian packages: build tools; for the namespace testbed and gateway: iproute2, nftables,
+# iperf3 and mptcpd (mptcpize); python3-venv for the Python package's tests; chromium to render
+# the reproduction reports in the screenshot test.
+DEB_PACKAGES=(build-essential pkg-config iproute2 nftables iperf3 mptcpd ethtool procps python3 python3-venv chromium)
 
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do

@@ -351,8 +351,10 @@ def _progress(total: int, show: bool) -> Any:
     return tqdm(total=total, desc="railpath sweep", unit="run")
 
 
-def repro(paper: str = "all", out: PathLike = "out/repro", **kw: Any) -> dict[str, Any]:
-    """Run a paper's reproduction (`railpath repro PAPER --out OUT`) and return its summary."""
-    if not hasattr(_core, "repro"):
-        raise NotImplementedError("this build of railpath has no reproductions yet")
-    return json.loads(_core.repro(paper, str(out), **kw))
+def repro(
+    paper: str = "all", out: PathLike = "out/repro", seeds: int = 10, jobs: int = 0
+) -> list[dict[str, Any]]:
+    """Reproduce a source paper (or "all"): the same code as `railpath repro PAPER --out OUT`.
+    Writes OUT/<paper>/summary.json, OUT/<paper>/report.html and OUT/index.html, and returns
+    the summaries (claims, and the paper's numbers beside railpath's with 95% intervals)."""
+    return json.loads(_core.repro(paper, str(out), int(seeds), int(jobs)))

@@ -180,3 +180,18 @@ def test_two_cores_run_a_sweep_faster_than_one():
         if one / two >= 1.7 or attempt == 1:
             break
     assert one / two >= 1.7, f"1 core {one:.2f} s, 2 cores {two:.2f} s"
+
+
+def test_repro_runs_the_same_code_as_the_cli(cli, tmp_path):
+    got = railpath.repro("pha", out=tmp_path / "py", seeds=2)
+    subprocess.run(
+        [str(cli), "repro", "pha", "--seeds", "2", "--out", str(tmp_path / "cli")],
+        check=True,
+        capture_output=True,
+    )
+    want = json.loads((tmp_path / "cli" / "pha" / "summary.json").read_text())
+    assert [s["paper"] for s in got] == ["pha"]
+    assert got[0] == want
+    assert (tmp_path / "py" / "pha" / "report.html").is_file()
+    with pytest.raises(ValueError, match="unknown paper"):
+        railpath.repro("nope")

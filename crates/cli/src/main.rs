@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod calibrate;
 mod error;
+mod repro;
 mod run;
 mod table;
 mod testbed;
@@ -39,6 +40,8 @@ enum Command {
     Table(table::Args),
     /// Simulator vs kernel MPTCP when a path dies: side-by-side outage cases (testbed if root).
     Calibrate(calibrate::Args),
+    /// Reproduce the source papers' experiments: summary.json and an HTML report per paper.
+    Repro(repro::Args),
     // ADD A SUBCOMMAND: (2) a variant here, with a `///` line for --help,
 }
 
@@ -50,6 +53,7 @@ fn main() {
         Command::Testbed(a) => testbed::main(a),
         Command::Table(a) => table::main(a),
         Command::Calibrate(a) => calibrate::main(a),
+        Command::Repro(a) => repro::main(a),
         // ADD A SUBCOMMAND: (3) and its match arm here.
     };
     if let Err(e) = result {

@@ -39,6 +39,11 @@ fn run_main_runs_every_example_scenario() {
         stdout.contains(&format!("run-main: {n} scenarios")),
         "{stdout}"
     );
+    // It ends with the reproductions and says where their index is.
+    assert!(out.join("repro/index.html").is_file());
+    assert!(out.join("repro/pha/report.html").is_file());
+    let last = stdout.lines().last().unwrap_or("");
+    assert!(last.contains("repro/index.html"), "{last}");
     let _ = std::fs::remove_dir_all(&out);
 }
 

@@ -109,6 +109,30 @@ fn run(
     })
 }
 
+/// Run a paper's reproduction (`railpath repro`): the same code as the CLI. Returns the
+/// summaries as JSON text; the GIL is released while it runs.
+#[pyfunction]
+#[pyo3(signature = (paper, out, seeds=10, jobs=0))]
+fn repro(py: Python<'_>, paper: &str, out: &str, seeds: u64, jobs: usize) -> PyResult<String> {
+    if paper != "all" && !railpath_repro::names().contains(&paper) {
+        return Err(PyValueError::new_err(format!(
+            "unknown paper {paper:?}; expected all or one of {}",
+            railpath_repro::names().join(", ")
+        )));
+    }
+    let opts = railpath_repro::Options {
+        out: out.into(),
+        seeds,
+        jobs,
+    };
+    let paper = paper.to_string();
+    let done = py
+        .detach(move || railpath_repro::run(&paper, &opts, &mut |_| {}))
+        .map_err(pyo3::exceptions::PyRuntimeError::new_err)?;
+    serde_json::to_string(&done)
+        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
+}
+
 /// Errors built without the GIL, turned into Python exceptions after.
 enum PyErrBox {
     Scenario(RsScenarioError),
@@ -122,5 +146,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(toml_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(repro, m)?)?;
     Ok(())
 }
