@@ -71,6 +71,9 @@ pub struct Summary {
     pub numbers: Vec<Number>,
 }
 
+/// Runs a paper's experiment into a directory (writing its report there), logging progress.
+pub type RunFn = fn(&Options, &Path, &mut dyn FnMut(&str)) -> Result<Summary, String>;
+
 /// A paper the frame can reproduce.
 pub struct Paper {
     pub name: &'static str,
@@ -78,7 +81,7 @@ pub struct Paper {
     /// The original under shared/seeds/.
     pub source: &'static str,
     /// Runs the experiment: writes `dir/report.html` and returns the summary.
-    pub run: fn(&Options, &Path, &mut dyn FnMut(&str)) -> Result<Summary, String>,
+    pub run: RunFn,
 }
 
 /// Every paper reproduced so far.

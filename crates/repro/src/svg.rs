@@ -253,12 +253,11 @@ pub fn bars(
     out
 }
 
-/// Intervals along an axis, one row per `rows` entry: (row name, intervals, marks).
-pub fn intervals(
-    title: &str,
-    xlabel: &str,
-    rows: &[(String, Vec<(f64, f64)>, Vec<f64>)],
-) -> String {
+/// One row of an intervals plot: its name, its intervals and its marks.
+pub type IntervalRow = (String, Vec<(f64, f64)>, Vec<f64>);
+
+/// Intervals along an axis, one row per `rows` entry.
+pub fn intervals(title: &str, xlabel: &str, rows: &[IntervalRow]) -> String {
     let (mut x0, mut x1) = (f64::INFINITY, f64::NEG_INFINITY);
     for (_, iv, marks) in rows {
         for &(a, b) in iv {
