@@ -10,6 +10,10 @@ if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
 py="$venv/bin/python"
+# maturin develop installs into $VIRTUAL_ENV when one is set: make it this one, whatever shell
+# this runs from (an activated environment elsewhere would otherwise receive the package).
+export VIRTUAL_ENV="$venv"
+export PATH="$venv/bin:$PATH"
 # The test extra, read from pyproject.toml (one list of dependencies), plus the runtime ones.
 mapfile -t deps < <("$py" - <<'PY'
 import tomllib

@@ -498,6 +498,23 @@ impl MptcpFlow {
         self.send_buffered() * (self.mss as u64) < sndbuf
     }
 
+    /// The scheduler's choice for the next segment, if some usable subflow has space and the
+    /// scheduler picks one of those (both send paths ask the same way).
+    fn pick_subflow(&mut self, now: Time) -> Option<usize> {
+        // Nothing can take a segment now: no decision to ask for.
+        if !self.infos.iter().any(|i| i.usable && i.has_space) {
+            return None;
+        }
+        let conn = self.conn_info(now);
+        let Decision::Send(i) = self.scheduler.pick(&self.infos, &conn) else {
+            return None;
+        };
+        self.infos
+            .get(i)
+            .is_some_and(|x| x.usable && x.has_space)
+            .then_some(i)
+    }
+
     fn conn_info(&self, now: Time) -> ConnInfo {
         let queued = match self.app.total_segs {
             None => u64::MAX,
@@ -655,16 +672,9 @@ impl MptcpFlow {
                 self.snapshot(now);
                 have_snapshot = true;
             }
-            if !self.infos.iter().any(|i| i.usable && i.has_space) {
-                break;
-            }
-            let conn = self.conn_info(now);
-            let Decision::Send(i) = self.scheduler.pick(&self.infos, &conn) else {
+            let Some(i) = self.pick_subflow(now) else {
                 break;
             };
-            if !self.infos.get(i).is_some_and(|x| x.usable && x.has_space) {
-                break;
-            }
             let sf = &mut self.subflows[i];
             sf.wq.push_back((dsn, len));
             sf.wq_bytes += len as u64;
@@ -930,17 +940,9 @@ impl MptcpFlow {
                 }
                 hidden = from;
             }
-            // Nothing can take a segment now: no decision to ask for.
-            if !self.infos.iter().any(|i| i.usable && i.has_space) {
-                break;
-            }
-            let conn = self.conn_info(now);
-            let Decision::Send(i) = self.scheduler.pick(&self.infos, &conn) else {
+            let Some(i) = self.pick_subflow(now) else {
                 break;
             };
-            if !self.infos.get(i).is_some_and(|x| x.usable && x.has_space) {
-                break;
-            }
             self.subflows[i].sender.send_new(dsn, len, now, &mut |p| {
                 net.send(p);
             });
