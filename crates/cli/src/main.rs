@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod calibrate;
 mod error;
+mod phad_testbed;
 mod repro;
 mod run;
 mod table;

@@ -1,6 +1,9 @@
-//! `railpath repro [PAPER|all] [--out DIR] [--seeds N] [--jobs N]`: run the source papers'
-//! experiments in the simulator and write DIR/<paper>/summary.json, DIR/<paper>/report.html and
-//! DIR/index.html (crates/repro; the same code as the Python package's `railpath.repro`).
+//! `railpath repro [PAPER|all] [--out DIR] [--seeds N] [--jobs N] [--testbed [--testbed-runs N]]`:
+//! run the source papers' experiments in the simulator and write DIR/<paper>/summary.json,
+//! DIR/<paper>/report.html and DIR/index.html (crates/repro; the same code as the Python
+//! package's `railpath.repro`). With `--testbed` (root, kernel MPTCP), papers with a kernel side
+//! also run it on the namespace testbed (PHA: MPTCP without and with PHA-D, the latter driven by
+//! railpath-gateway's controller) and show it beside the simulator.
 
 use crate::{print_stdout, CliError};
 use std::path::PathBuf;
@@ -19,6 +22,42 @@ pub struct Args {
     /// Parallel runs [default: every core].
     #[arg(long, default_value_t = 0)]
     pub jobs: usize,
+    /// Also run the kernel side on the namespace testbed (root; each run takes the scenario's
+    /// duration in real time).
+    #[arg(long)]
+    pub testbed: bool,
+    /// Runs per kernel configuration with --testbed (seeds 1..=N).
+    #[arg(long, default_value_t = 3)]
+    pub testbed_runs: u64,
+}
+
+/// [`railpath_repro::KernelRun`] on this machine's testbed.
+fn kernel_run(
+    s: &railpath_scenario::Scenario,
+    work: &std::path::Path,
+) -> Result<railpath_repro::KernelResult, String> {
+    let (results, _, flips) =
+        crate::phad_testbed::run(s, &work.join("phad")).map_err(|e| e.to_string())?;
+    // The run's summary.json and timeseries.csv, as `railpath testbed run` writes them.
+    crate::run::write_outputs(work, &results).map_err(|e| e.to_string())?;
+    let note = flips
+        .iter()
+        .map(|f| {
+            format!(
+                "carrier {}: {} to backup, {} to regular{}",
+                f.carrier,
+                f.to_backup,
+                f.to_regular,
+                if f.errors > 0 {
+                    format!(", {} failed", f.errors)
+                } else {
+                    String::new()
+                }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    Ok(railpath_repro::KernelResult { results, note })
 }
 
 pub fn main(args: Args) -> Result<(), CliError> {
@@ -35,10 +74,25 @@ pub fn main(args: Args) -> Result<(), CliError> {
             args.seeds
         )));
     }
+    if args.testbed {
+        if !(1..=100).contains(&args.testbed_runs) {
+            return Err(CliError::Input(format!(
+                "--testbed-runs: expected 1 ..= 100, found {}",
+                args.testbed_runs
+            )));
+        }
+        railpath_linkem::check_environment()
+            .map_err(|e| CliError::Failed(format!("--testbed: {e}")))?;
+        railpath_linkem::run::install_interrupt_handler();
+    }
     let opts = railpath_repro::Options {
         out: args.out.clone(),
         seeds: args.seeds,
         jobs: args.jobs,
+        kernel: args
+            .testbed
+            .then_some(kernel_run as railpath_repro::KernelRun),
+        kernel_runs: args.testbed_runs,
     };
     let start = std::time::Instant::now();
     let done = railpath_repro::run(&args.paper, &opts, &mut |m| eprintln!("repro: {m}"))

@@ -167,13 +167,18 @@ fn run(args: RunArgs) -> Result<(), CliError> {
     );
     // Ctrl-C / SIGTERM end the run cleanly: every namespace is removed before exiting.
     railpath_linkem::run::install_interrupt_handler();
-    let (results, report) =
-        railpath_linkem::run::run_scenario_with_report(&scenario).map_err(cli_error)?;
+    // A flow with mechanisms = ["pha-d"] runs with railpath-gateway's controller in the router
+    // namespace (its table, feed and configuration under DIR/phad/).
+    let (results, report, flips) = crate::phad_testbed::run(&scenario, &out.join("phad"))?;
     crate::run::write_outputs(&out, &results)?;
     let io = |what: &str, p: &Path, e: std::io::Error| {
         CliError::Failed(format!("cannot {what} {}: {e}", p.display()))
     };
-    let mut json = serde_json::to_string_pretty(&emulator_json(&report))
+    let mut report_json = emulator_json(&report);
+    if !flips.is_empty() {
+        report_json["phad_flips"] = serde_json::json!(flips);
+    }
+    let mut json = serde_json::to_string_pretty(&report_json)
         .map_err(|e| CliError::Failed(format!("cannot serialise the emulator report: {e}")))?;
     json.push('\n');
     let p = out.join("testbed.json");

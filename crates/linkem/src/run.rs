@@ -444,8 +444,37 @@ pub fn run_scenario(s: &Scenario) -> Result<RunResults, TestbedError> {
 /// [`run_scenario`], also returning the emulator's own report (timing, per-direction counters,
 /// outage events) for a record of how faithful the run was.
 pub fn run_scenario_with_report(s: &Scenario) -> Result<(RunResults, EmuReport), TestbedError> {
+    run_scenario_with(s, None)
+}
+
+/// Something that runs beside a testbed run, such as railpath-gateway's PHA-D controller in the
+/// router namespace: called once the testbed is up (namespaces, links, MPTCP endpoints, sysctls)
+/// and before any flow connects; what it returns is dropped when the flows are done, before the
+/// testbed is torn down (so its `Drop` stops it). It is responsible for the flows' `mechanisms`,
+/// which the testbed itself does not run.
+pub type Sidecar<'a> =
+    &'a (dyn Fn(&Testbed) -> Result<Box<dyn std::any::Any>, TestbedError> + Sync);
+
+/// [`run_scenario_with_report`] with a [`Sidecar`].
+pub fn run_scenario_with(
+    s: &Scenario,
+    sidecar: Option<Sidecar>,
+) -> Result<(RunResults, EmuReport), TestbedError> {
     INTERRUPTED.store(false, Ordering::SeqCst);
     check_supported(s)?;
+    if sidecar.is_none() {
+        if let Some(f) = s.flows.iter().find(|f| !f.mechanisms.is_empty()) {
+            return Err(ScenarioError::new(
+                &s.source,
+                format!("flow \"{}\".mechanisms", f.id),
+                format!(
+                    "the kernel has no {:?}: on the testbed, pha-d runs through railpath-gateway's controller (`railpath testbed run`); pha is a sender-side scheduler and exists only in the simulator",
+                    f.mechanisms
+                ),
+            )
+            .into());
+        }
+    }
     let wall = Instant::now();
     let ccs: Vec<(String, String)> = (0..s.flows.len())
         .map(|i| kernel_cc(s, i))
@@ -599,6 +628,10 @@ pub fn run_scenario_with_report(s: &Scenario) -> Result<(RunResults, EmuReport),
         })?;
         clients.push(c.map_err(|e| TestbedError::io(format!("client socket bound to {bind}"), e))?);
     }
+    let side = match sidecar {
+        Some(start) => Some(start(&tb)?),
+        None => None,
+    };
     let origin = tb.origin();
     let deadline = origin + duration;
     let senders: Vec<Mutex<Option<Arc<Socket>>>> = plans.iter().map(|_| Mutex::new(None)).collect();
@@ -681,6 +714,7 @@ pub fn run_scenario_with_report(s: &Scenario) -> Result<(RunResults, EmuReport),
         }
     });
     drop(senders);
+    drop(side);
     let report = tb.finish()?;
     if interrupted() {
         return Err(TestbedError::Interrupted);
@@ -1040,6 +1074,21 @@ mod tests {
             kernel_cc(&s2, 0).unwrap(),
             ("cubic".into(), "uncoupled-cubic".into())
         );
+    }
+
+    #[test]
+    fn mechanisms_need_a_sidecar() {
+        // Refused before any namespace is made (no root needed to see the error).
+        let mut s =
+            scenario("[[flow]]\nid = \"x\"\nkind = \"tcp\"\ncc = \"cubic\"\npaths = [\"a\"]\n");
+        s.flows[0].mechanisms = vec!["pha-d".into()];
+        match run_scenario(&s) {
+            Err(TestbedError::Scenario(e)) => {
+                assert_eq!(e.key, "flow \"x\".mechanisms");
+                assert!(e.message.contains("railpath-gateway"), "{}", e.message);
+            }
+            other => panic!("expected a scenario error, got {other:?}"),
+        }
     }
 
     #[test]

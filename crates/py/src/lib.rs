@@ -124,6 +124,8 @@ fn repro(py: Python<'_>, paper: &str, out: &str, seeds: u64, jobs: usize) -> PyR
         out: out.into(),
         seeds,
         jobs,
+        kernel: None,
+        kernel_runs: 0,
     };
     let paper = paper.to_string();
     let done = py

@@ -25,6 +25,24 @@ pub struct Options {
     pub seeds: u64,
     /// Parallel runs (threads); 0 = every core.
     pub jobs: usize,
+    /// The real kernel, when the caller can run it (root, `railpath repro --testbed`): papers
+    /// that have a kernel side run it too and show it beside the simulator.
+    pub kernel: Option<KernelRun>,
+    /// Runs per kernel configuration (seeds 1..=kernel_runs); each takes the scenario's
+    /// duration in real time.
+    pub kernel_runs: u64,
+}
+
+/// Runs a scenario on the real kernel (the namespace testbed), in a work directory of its own,
+/// with railpath-gateway's PHA-D controller for flows whose `mechanisms` ask for it.
+pub type KernelRun = fn(&railpath_scenario::Scenario, &Path) -> Result<KernelResult, String>;
+
+/// A kernel run's results (the simulator's result types, so both are summarised alike) and a
+/// line saying what the controller did, if one ran.
+#[derive(Debug, Clone)]
+pub struct KernelResult {
+    pub results: railpath_sim::RunResults,
+    pub note: String,
 }
 
 impl Options {

@@ -204,6 +204,7 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
     ));
     let (grid, tcp_runs) = run_all(opts, &base, &tcp, log)?;
     let runs = (grid.iter().flatten().map(Vec::len).sum::<usize>() + opts.seeds as usize) as u64;
+    let mut runs_total_extra = 0u64;
 
     let mut numbers = Vec::new();
     let mut claims = Vec::new();
@@ -468,13 +469,28 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
         &rows,
     );
 
+    // The same comparison on the real kernel, beside the simulator's (--testbed).
+    let kernel_html = match opts.kernel {
+        Some(k) => {
+            let (html, nums, cls, n) = kernel_comparison(opts, k, &base, dir, log)?;
+            numbers.extend(nums);
+            claims.extend(cls);
+            runs_total_extra = n;
+            html
+        }
+        None => "<p>Not run this time: <code>railpath repro pha --testbed</code> (as root, on a kernel with MPTCP) runs \
+                 MPTCP without and with PHA-D on the namespace testbed, PHA-D driven by railpath-gateway's controller \
+                 on a replayed position feed, and shows the kernel's results here beside the simulator's.</p>"
+            .to_string(),
+    };
+
     let summary = Summary {
         format: FORMAT.into(),
         paper: "pha".into(),
         source: "000_974d784f7c8d79bb.txt".into(),
         railpath_version: railpath_sim::VERSION.into(),
         seeds: opts.seeds,
-        runs,
+        runs: runs + runs_total_extra,
         claims,
         numbers,
     };
@@ -487,10 +503,262 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
         &fig_bars,
         &fig_zones,
         &table,
+        &kernel_html,
     );
     let p = dir.join("report.html");
     std::fs::write(&p, html).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
     Ok(summary)
+}
+
+/// The kernel's configuration: upstream Linux has neither LIA nor the four schedulers, so both
+/// sides of this comparison run its default scheduler with uncoupled CUBIC (the kernel's
+/// per-subflow congestion control), without and with PHA-D.
+const KERNEL_OVERRIDES: [(&str, &str); 2] =
+    [("scheduler", "linux-default"), ("cc", "uncoupled-cubic")];
+
+/// MPTCP without and with PHA-D on the real kernel (railpath-gateway's controller, `k`) and in
+/// the simulator, with the same scenario, table and GPS offsets: the report's section, its
+/// numbers and claims, and the number of kernel and simulator runs.
+#[allow(clippy::type_complexity)]
+fn kernel_comparison(
+    opts: &Options,
+    k: crate::KernelRun,
+    base: &Scenario,
+    dir: &Path,
+    log: &mut dyn FnMut(&str),
+) -> Result<(String, Vec<Number>, Vec<Claim>, u64), String> {
+    // Loaded with the overrides (validated as a user's --set would be), with the table given.
+    let over: Vec<String> = KERNEL_OVERRIDES
+        .iter()
+        .map(|(k, v)| format!("flow.m.{k}={v}"))
+        .collect();
+    let mut lin = load(MPTCP, "scenarios/pha/mptcp.toml", &over)?;
+    lin.flows[0].handover_table_learn_runs = None;
+    lin.flows[0].handover_table_data = base.flows[0].handover_table_data.clone();
+    let with = |s: &Scenario, mech: &str, seed: u64| {
+        let mut s = s.clone();
+        s.run.seed = seed;
+        s.flows[0].mechanisms = if mech == "pha-d" {
+            vec!["pha-d".to_string()]
+        } else {
+            vec![]
+        };
+        s
+    };
+    const MECHS: [&str; 2] = ["none", "pha-d"];
+    // Simulator: every seed of the reproduction.
+    let mut sim: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
+    for (mi, m) in MECHS.iter().enumerate() {
+        for seed in 1..=opts.seeds {
+            let r = railpath_sim::run(&with(&lin, m, seed)).map_err(|e| e.to_string())?;
+            sim[mi].push(summarize(&r, 0, true));
+        }
+    }
+    // Kernel: kernel_runs seeds, alternating plain and PHA-D so that a drift of the machine
+    // touches both alike.
+    let mut kern: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
+    let mut notes = Vec::new();
+    let total = 2 * opts.kernel_runs;
+    let mut done = 0;
+    for seed in 1..=opts.kernel_runs {
+        for (mi, m) in MECHS.iter().enumerate() {
+            done += 1;
+            log(&format!(
+                "pha: kernel run {done}/{total} ({m}, seed {seed}): {:.0} s on the testbed",
+                lin.run.duration_s
+            ));
+            let work = dir.join("testbed").join(format!("{m}-seed{seed}"));
+            let out = k(&with(&lin, m, seed), &work)?;
+            kern[mi].push(summarize(&out.results, 0, true));
+            if !out.note.is_empty() {
+                notes.push(format!("seed {seed}: {}", out.note));
+            }
+        }
+    }
+    let mbps = |v: &[Run], f: fn(&Run) -> f64| v.iter().map(|r| f(r) / 1e6).collect::<Vec<_>>();
+    let mut numbers = Vec::new();
+    let mut rows = String::new();
+    let mut bars = Vec::new();
+    let mut improvements = Vec::new();
+    for (side, runs) in [("sim", &sim), ("kernel", &kern)] {
+        let g0 = number(
+            &format!("linux-{side}-goodput-mbps-plain"),
+            None,
+            &mbps(&runs[0], |r| r.goodput),
+            "Mbit/s",
+        );
+        let g1 = number(
+            &format!("linux-{side}-goodput-mbps-phad"),
+            None,
+            &mbps(&runs[1], |r| r.goodput),
+            "Mbit/s",
+        );
+        let h0 = number(
+            &format!("linux-{side}-inst-throughput-mbps-plain"),
+            None,
+            &mbps(&runs[0], |r| r.handover),
+            "Mbit/s",
+        );
+        let h1 = number(
+            &format!("linux-{side}-inst-throughput-mbps-phad"),
+            None,
+            &mbps(&runs[1], |r| r.handover),
+            "Mbit/s",
+        );
+        let di = number(
+            &format!("linux-{side}-phad-inst-improvement-pct"),
+            None,
+            &improvement(&runs[0], &runs[1], |r| r.handover),
+            "%",
+        );
+        let da = number(
+            &format!("linux-{side}-phad-avg-improvement-pct"),
+            None,
+            &improvement(&runs[0], &runs[1], |r| r.goodput),
+            "%",
+        );
+        // One run has no interval: its value alone.
+        let f = |n: &Number| {
+            if runs[0].len() < 2 {
+                format!("{:.2}", n.railpath)
+            } else {
+                fmt_ci(n)
+            }
+        };
+        let _ = writeln!(
+            rows,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            if side == "sim" { "simulator" } else { "kernel (testbed)" },
+            runs[0].len(),
+            f(&g0),
+            f(&g1),
+            f(&da),
+            f(&h0),
+            f(&h1),
+            f(&di),
+        );
+        bars.push(vec![
+            (h0.railpath, h0.ci95[0], h0.ci95[1]),
+            (h1.railpath, h1.ci95[0], h1.ci95[1]),
+        ]);
+        improvements.push(di.clone());
+        numbers.extend([g0, g1, h0, h1, di, da]);
+    }
+    let (sim_d, kern_d) = (&improvements[0], &improvements[1]);
+    let mut claims = vec![Claim {
+            id: "kernel-phad-raises-handover-throughput".into(),
+            text: "On the real kernel, PHA-D (railpath-gateway's controller) raises the instantaneous throughput at handover".into(),
+            holds: kern_d.railpath > 0.0,
+            evidence: if opts.kernel_runs < 2 {
+                format!("{:+.2}% in one run", kern_d.railpath)
+            } else {
+                format!(
+                    "{:+.2}% [{:+.2}, {:+.2}] over {} runs",
+                    kern_d.railpath, kern_d.ci95[0], kern_d.ci95[1], opts.kernel_runs
+                )
+            },
+        }];
+    // Agreement needs the kernel's interval, so at least two runs.
+    if opts.kernel_runs >= 2 {
+        claims.push(Claim {
+            id: "kernel-and-simulator-agree-on-phad".into(),
+            text: "The simulator's PHA-D effect at handover lies within the kernel's 95% interval"
+                .into(),
+            holds: kern_d.ci95[0] <= sim_d.railpath && sim_d.railpath <= kern_d.ci95[1],
+            evidence: format!(
+                "simulator {:+.2}%, kernel {:+.2}% [{:+.2}, {:+.2}]",
+                sim_d.railpath, kern_d.railpath, kern_d.ci95[0], kern_d.ci95[1]
+            ),
+        });
+    }
+    let around = |v: &[Run]| -> Vec<(f64, f64)> {
+        let ws: Vec<&Vec<f64>> = v.iter().flat_map(|r| r.around.iter()).collect();
+        let n = ws.iter().map(|w| w.len()).min().unwrap_or(0);
+        (0..n)
+            .map(|j| {
+                let t = -2.0 + 0.1 * j as f64 + 0.05;
+                (t, mean(&ws.iter().map(|w| w[j] / 1e6).collect::<Vec<_>>()))
+            })
+            .collect()
+    };
+    let fig_around = svg::lines(
+        "linux-default: goodput around a handover, simulator and kernel",
+        "time from the handover's start (s)",
+        "goodput (Mbit/s)",
+        &[
+            ("simulator".into(), around(&sim[0])),
+            ("simulator, PHA-D".into(), around(&sim[1])),
+            ("kernel".into(), around(&kern[0])),
+            ("kernel, PHA-D".into(), around(&kern[1])),
+        ],
+    );
+    let fig_bars = svg::bars(
+        "Throughput at handover (1 s window), 95% intervals",
+        "Mbit/s",
+        &["simulator".into(), "kernel".into()],
+        &["plain".into(), "PHA-D".into()],
+        &bars,
+    );
+    let lead = railpath_sim::mechanisms::pha::phad_lead_back(&lin, &lin.flows[0]);
+    let html = format!(
+        "<p>Upstream Linux has neither LIA nor minRTT, ECF, BLEST and Peekaboo, so here both sides run the kernel's \
+         default scheduler with uncoupled CUBIC (<code>scheduler = \"linux-default\"</code>, <code>cc = \"uncoupled-cubic\"</code>), \
+         without and with PHA-D, on the paper's geometry. The kernel side is real: the scenario's carriers emulated between \
+         network namespaces (rate, delay, 50 ms X2 interruptions with the queue held), kernel MPTCP between a server and the \
+         train's router, and PHA-D by railpath-gateway's controller in the router namespace (the code the onboard daemon \
+         runs), fed a replayed position feed with the run's GPS offset and the same handover table; it flips the router's \
+         endpoints to backup {:.0} ms before a predicted zone and back {:.0} ms before its end, and the kernel sends \
+         MP_PRIO. Kernel: {}, {:.0} s each in real time; simulator: {} seeds.</p>\n\
+         <table><tr><th>stack</th><th>runs</th><th>average, plain (Mbit/s)</th><th>average, PHA-D</th><th>change (%)</th>\
+         <th>at handover, plain (Mbit/s)</th><th>at handover, PHA-D</th><th>change (%)</th></tr>\n{rows}</table>\n\
+         <figure>{fig_bars}<figcaption>Instantaneous throughput at handover on each stack, with 95% intervals.</figcaption></figure>\n\
+         <figure>{fig_around}<figcaption>Goodput from 2 s before to 2 s after each handover's start, averaged over handovers and runs \
+         (100 ms bins).</figcaption></figure>\n<p>The controller's flips: {}.</p>\n{}",
+        lead.0.ms_f64(),
+        lead.1.ms_f64(),
+        if opts.kernel_runs == 1 {
+            "one run per configuration (seed 1)".to_string()
+        } else {
+            format!("{} runs per configuration (seeds 1-{})", opts.kernel_runs, opts.kernel_runs)
+        },
+        lin.run.duration_s,
+        opts.seeds,
+        if notes.is_empty() { "none".to_string() } else { esc(&notes.join("; ")) },
+        kernel_discussion(sim_d, kern_d, opts.kernel_runs),
+    );
+    Ok((html, numbers, claims, total + 2 * opts.seeds))
+}
+
+/// What the kernel comparison says, from its numbers.
+fn kernel_discussion(sim: &Number, kern: &Number, kernel_runs: u64) -> String {
+    let same_sign = (sim.railpath > 0.0) == (kern.railpath > 0.0);
+    let within = kern.ci95[0] <= sim.railpath && sim.railpath <= kern.ci95[1];
+    let mut out = String::from("<p>");
+    if kernel_runs < 2 {
+        out.push_str(&format!(
+            "With one kernel run there is no interval to compare the simulator with; {} ",
+            if same_sign {
+                "the two stacks move the same way with PHA-D."
+            } else {
+                "the two stacks move in opposite directions with PHA-D."
+            }
+        ));
+    } else if within {
+        out.push_str("The simulator's effect of PHA-D lies within the kernel's interval: on this experiment the two stacks agree. ");
+    } else if same_sign {
+        out.push_str("Both stacks move the same way with PHA-D, by different amounts. ");
+    } else {
+        out.push_str("The stacks disagree on the direction of PHA-D's effect. ");
+    }
+    out.push_str(
+        "Where they differ, the likely causes are the ones the calibration (<code>railpath calibrate</code>, \
+         docs/models/mptcp.md) names: the kernel keeps up to its autotuned send buffer queued on a subflow, and what is \
+         queued on a subflow when it becomes backup still goes out on it, so a lead of one RTT leaves data on the carrier \
+         that is about to hand over (railpath-gateway's <code>adaptive_lead</code> exists for this; it is off here so that both \
+         stacks run the paper's rule); and the kernel has F-RTO and undo, which the simulator lacks. Few kernel runs give \
+         wide intervals: <code>--testbed-runs</code> sets how many.</p>",
+    );
+    out
 }
 
 /// The report's explanation of each disagreement, written from the numbers it explains.
@@ -580,6 +848,7 @@ fn report(
     fig_bars: &str,
     fig_zones: &str,
     table: &railpath_radio::table::HandoverTable,
+    kernel: &str,
 ) -> String {
     let num = |id: &str| s.numbers.iter().find(|n| n.id == id).cloned();
     let mut claims = String::new();
@@ -657,6 +926,9 @@ every handover of every seed (100 ms bins), plain, with PHA and with PHA-D.</fig
 <figure>{fig_bars}<figcaption>Instantaneous throughput at handover per scheduler, with 95% intervals over seeds.</figcaption></figure>
 <figure>{fig_zones}<figcaption>The handover table learned from 50 runs: each carrier's zones along the track (shaded, handover
 positions widened by the 20 m GPS error) and the handovers of seed 1 (ticks).</figcaption></figure>
+
+<h2>On the real kernel</h2>
+{kernel}
 
 <h2>Where railpath and the paper differ, and why</h2>
 <div class="note">

@@ -163,6 +163,22 @@ pub fn table_for(s: &Scenario, f: &Flow, end: Time) -> Result<HandoverTable, Str
     })
 }
 
+/// The run's GPS error: the offset of every position fix from the true position, drawn once
+/// per run uniformly within +-`gps_error_m` (the testbed's replayed feed uses the same one).
+pub fn gps_offset(s: &Scenario, f: &Flow) -> f64 {
+    let gps = f.gps_error_m.unwrap_or(DEFAULT_GPS_ERROR_M);
+    let mut rng = Rng::stream(s.run.seed, &format!("pha/gps/{}", f.id));
+    (2.0 * rng.uniform() - 1.0) * gps
+}
+
+/// The PHA-D lead (how long before a predicted zone the carrier goes backup) and margin (how
+/// long before its predicted end it comes back) of flow `f`: `phad_lead_ms` and `phad_back_ms`,
+/// by default [`default_rtt`] and the lead.
+pub fn phad_lead_back(s: &Scenario, f: &Flow) -> (Time, Time) {
+    let lead = f.phad_lead_ms.map_or(default_rtt(s, f), Time::from_ms_f64);
+    (lead, f.phad_back_ms.map_or(lead, Time::from_ms_f64))
+}
+
 /// The default PHA-D lead and margin: one round trip of the flow's slowest path with its
 /// bottleneck queue full (2 x `delay_ms` + `buffer` at the carrier's peak rate).
 pub fn default_rtt(s: &Scenario, f: &Flow) -> Time {
@@ -226,9 +242,7 @@ pub fn plan(s: &Scenario, f: &Flow, end: Time) -> Result<Option<Plan>, String> {
     let table = table_for(s, f, end)?;
     let predictor = Predictor::new(&table);
     let motion = Motion::new(train);
-    let gps = f.gps_error_m.unwrap_or(DEFAULT_GPS_ERROR_M);
-    let mut rng = Rng::stream(s.run.seed, &format!("pha/gps/{}", f.id));
-    let offset = (2.0 * rng.uniform() - 1.0) * gps;
+    let offset = gps_offset(s, f);
     // The carrier of each subflow, and the flow's carriers in order.
     let sub_carrier: Vec<String> = f
         .paths
@@ -254,9 +268,7 @@ pub fn plan(s: &Scenario, f: &Flow, end: Time) -> Result<Option<Plan>, String> {
     };
     // Per carrier and sample: PHA's "in a predicted zone", PHA-D's "backup".
     let mut state: Vec<Vec<bool>> = vec![Vec::with_capacity(times.len()); carriers.len()];
-    let rtt = default_rtt(s, f);
-    let lead = f.phad_lead_ms.map_or(rtt, Time::from_ms_f64);
-    let back = f.phad_back_ms.map_or(lead, Time::from_ms_f64);
+    let (lead, back) = phad_lead_back(s, f);
     for &t in &times {
         let x = fix(t);
         if mechanism == "pha" {
