@@ -80,6 +80,21 @@ pub(crate) struct Subflow {
     srtt: Vec<f64>,
 }
 
+impl Subflow {
+    /// Whether the subflow may send a segment now; when pacing holds it, notes until when.
+    #[inline]
+    fn has_room(&mut self, now: Time) -> bool {
+        match self.sender.room(now) {
+            Room::Yes => true,
+            Room::PacedUntil(t) => {
+                self.pace_wait = Some(t);
+                false
+            }
+            Room::No => false,
+        }
+    }
+}
+
 /// A scripted MP_PRIO change.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PrioScript {
@@ -708,13 +723,8 @@ impl MptcpFlow {
     fn xmit_queue(&mut self, j: usize, now: Time, net: &mut Net) {
         let sf = &mut self.subflows[j];
         while let Some(&(dsn, len)) = sf.wq.front() {
-            match sf.sender.room(now) {
-                Room::Yes => {}
-                Room::PacedUntil(t) => {
-                    sf.pace_wait = Some(t);
-                    break;
-                }
-                Room::No => break,
+            if !sf.has_room(now) {
+                break;
             }
             sf.wq.pop_front();
             sf.wq_bytes -= len as u64;
@@ -893,16 +903,11 @@ impl MptcpFlow {
                 if dsn >= self.app.next && (!self.app.has_data() || full) {
                     break;
                 }
-                let sf = &mut self.subflows[j];
-                match sf.sender.room(now) {
-                    Room::Yes => {}
-                    Room::PacedUntil(t) => {
-                        sf.pace_wait = Some(t);
-                        break;
-                    }
-                    Room::No => break,
-                }
                 let len = self.app.len_of(dsn);
+                let sf = &mut self.subflows[j];
+                if !sf.has_room(now) {
+                    break;
+                }
                 sf.sender.send_new(dsn, len, now, &mut |p| {
                     net.send(p);
                 });
