@@ -20,8 +20,7 @@ lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 test: setup lint
-	$(CARGO) test --workspace
-	./scripts/python-test.sh
+	CARGO="$(CARGO)" ./scripts/test.sh
 
 # Simulator benchmarks: one JSON line per case (numbers in docs/performance.md).
 bench: build

@@ -141,6 +141,18 @@ fn learn(a: LearnArgs) -> Result<(), CliError> {
         .iter()
         .map(|p| read_run(p))
         .collect::<Result<Vec<_>, _>>()?;
+    // A table without zones would make PHA and PHA-D do nothing, silently: refuse it.
+    if runs.iter().all(|r| r.1.is_empty()) {
+        return Err(CliError::Input(format!(
+            "{}: no handovers in any of these runs: learning needs runs of a scenario with the train radio model ([train], [[carrier]] and links with `carrier`); {} not written",
+            a.runs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            a.out.display()
+        )));
+    }
     let learned = HandoverTable::learn(&runs, a.gps_error_m).map_err(|e| {
         if e.field == "gps_error_m" {
             CliError::Input(format!("--gps-error-m: {}", e.message))
@@ -280,6 +292,26 @@ mod tests {
         .unwrap();
         let t2 = HandoverTable::load(&out2).unwrap();
         assert_eq!((t2.runs, t2.carriers["A"].zones[0].count), (3, 3));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn runs_without_handovers_are_refused_and_nothing_is_written() {
+        let d = tmp("none");
+        std::fs::write(d.join("summary.json"), summary("[]")).unwrap();
+        let out = d.join("t.json");
+        let e = learn(LearnArgs {
+            runs: vec![d.clone()],
+            out: out.clone(),
+            merge: None,
+            gps_error_m: 20.0,
+        })
+        .unwrap_err();
+        assert!(
+            matches!(&e, CliError::Input(m) if m.contains("no handovers") && m.contains("not written")),
+            "{e}"
+        );
+        assert!(!out.exists());
         std::fs::remove_dir_all(&d).unwrap();
     }
 
