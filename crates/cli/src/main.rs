@@ -1,4 +1,4 @@
-//! `railpath`: the command line of railpath (see `shared/spec/results.md`, section CLI).
+//! `railpath`: the command line of railpath (the verbs and outputs other tools rely on: docs/output-contract.md).
 //!
 //! Each subcommand is one module file with a `clap::Args` struct named `Args` and a
 //! `pub fn main(args: Args) -> Result<(), CliError>`. Exit status: 0 success, 2 invalid input

@@ -1,6 +1,6 @@
 //! `railpath run SCENARIO.toml [--seed N] [--out DIR] [--set key.path=value ...]`: load and
 //! validate a scenario, simulate it, write `DIR/summary.json` and `DIR/timeseries.csv`
-//! (formats in `shared/spec/results.md`) and print a per-flow table.
+//! (formats in docs/output-contract.md) and print a per-flow table.
 
 use crate::{print_stdout, CliError};
 use indicatif::{ProgressBar, ProgressStyle};

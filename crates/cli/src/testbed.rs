@@ -309,6 +309,7 @@ mod tests {
             pha: None,
         };
         let s = Summary {
+            format: railpath_sim::results::SUMMARY_FORMAT.into(),
             railpath_version: "0".into(),
             scenario: "s".into(),
             seed: 1,

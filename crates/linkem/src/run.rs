@@ -1029,6 +1029,7 @@ fn assemble(
         .sum();
     RunResults {
         summary: Summary {
+            format: railpath_sim::results::SUMMARY_FORMAT.to_string(),
             railpath_version: railpath_sim::VERSION.to_string(),
             scenario: s.source.clone(),
             seed: s.run.seed,

@@ -1,5 +1,5 @@
 //! railpath scenario files: the one TOML format read by the simulator, the link emulator and the
-//! gateway's replay mode. See `shared/spec/results.md` for the stable keys.
+//! gateway's replay mode. The stable keys: docs/user-guide.md and docs/output-contract.md.
 //!
 //! Loading is two steps: [`parse_str`] deserialises (unknown keys are errors, serde names them)
 //! and [`Scenario::validate`] checks ranges and cross references. Every error names the file, the

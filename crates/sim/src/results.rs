@@ -1,10 +1,16 @@
-//! What a run returns: the `summary.json` fields of `shared/spec/results.md` and the time series
-//! behind `timeseries.csv`. Plain data; writing files is the caller's business.
+//! What a run returns: the `summary.json` fields of docs/output-contract.md (JSON Schema:
+//! docs/schema/summary.schema.json) and the time series behind `timeseries.csv`. Plain data;
+//! writing files is the caller's business.
 
 use serde::Serialize;
 
+/// The `format` of `summary.json`: bumped when a field is renamed or dropped.
+pub const SUMMARY_FORMAT: &str = "railpath-summary/1";
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Summary {
+    /// [`SUMMARY_FORMAT`].
+    pub format: String,
     pub railpath_version: String,
     pub scenario: String,
     pub seed: u64,

@@ -491,6 +491,7 @@ impl World {
         }
         RunResults {
             summary: Summary {
+                format: crate::results::SUMMARY_FORMAT.to_string(),
                 railpath_version: crate::VERSION.to_string(),
                 scenario: s.source.clone(),
                 seed: s.run.seed,
