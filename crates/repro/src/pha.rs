@@ -96,6 +96,19 @@ fn summarize(r: &railpath_sim::RunResults, flow: usize, keep_around: bool) -> Ru
     run
 }
 
+/// Goodput around a handover (Mbit/s, 100 ms bins from -2 s, at the bins' centres), averaged
+/// over every handover of every run.
+fn around_mean(runs: &[Run]) -> Vec<(f64, f64)> {
+    let ws: Vec<&Vec<f64>> = runs.iter().flat_map(|r| r.around.iter()).collect();
+    let n = ws.iter().map(|w| w.len()).min().unwrap_or(0);
+    (0..n)
+        .map(|j| {
+            let t = -2.0 + 0.1 * j as f64 + 0.05;
+            (t, mean(&ws.iter().map(|w| w[j] / 1e6).collect::<Vec<_>>()))
+        })
+        .collect()
+}
+
 /// Run every (scheduler, mechanism, seed) and the TCP baseline on `threads` threads.
 #[allow(clippy::type_complexity)]
 fn run_all(
@@ -418,16 +431,7 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
     });
 
     // Plots.
-    let around = |mi: usize| -> Vec<(f64, f64)> {
-        let ws: Vec<&Vec<f64>> = grid[0][mi].iter().flat_map(|r| r.around.iter()).collect();
-        let n = ws.iter().map(|w| w.len()).min().unwrap_or(0);
-        (0..n)
-            .map(|j| {
-                let t = -2.0 + 0.1 * j as f64 + 0.05;
-                (t, mean(&ws.iter().map(|w| w[j] / 1e6).collect::<Vec<_>>()))
-            })
-            .collect()
-    };
+    let around = |mi: usize| around_mean(&grid[0][mi]);
     let fig_around = svg::lines(
         "minRTT: goodput around a handover (mean over handovers and seeds)",
         "time from the handover's start (s)",
@@ -676,16 +680,7 @@ fn kernel_comparison(
             ),
         });
     }
-    let around = |v: &[Run]| -> Vec<(f64, f64)> {
-        let ws: Vec<&Vec<f64>> = v.iter().flat_map(|r| r.around.iter()).collect();
-        let n = ws.iter().map(|w| w.len()).min().unwrap_or(0);
-        (0..n)
-            .map(|j| {
-                let t = -2.0 + 0.1 * j as f64 + 0.05;
-                (t, mean(&ws.iter().map(|w| w[j] / 1e6).collect::<Vec<_>>()))
-            })
-            .collect()
-    };
+    let around = around_mean;
     let fig_around = svg::lines(
         "linux-default: goodput around a handover, simulator and kernel",
         "time from the handover's start (s)",
