@@ -142,6 +142,19 @@ async fn shutdown_signal() {
     }
 }
 
+/// A non-blocking TCP socket bound to `addr` but not yet listening.
+fn bind_unlistened(addr: std::net::SocketAddr) -> std::io::Result<socket2::Socket> {
+    let s = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    s.set_reuse_address(true)?;
+    s.set_nonblocking(true)?;
+    s.bind(&addr.into())?;
+    Ok(s)
+}
+
 async fn run(cfg: Config) -> ExitCode {
     let metrics = Metrics::new(
         &cfg.carriers
@@ -155,18 +168,19 @@ async fn run(cfg: Config) -> ExitCode {
     };
     let mut tasks = Vec::new();
 
-    if let Some(m) = &cfg.metrics {
-        match tokio::net::TcpListener::bind(m.listen).await {
-            Ok(l) => {
-                info!(listen = %m.listen, "metrics at /metrics");
-                tokio::spawn(metrics::serve(l, metrics.clone()));
-            }
+    // The metrics port is bound first (a taken port fails the start at once) but listens last,
+    // once the proxy listens and the controller runs: a connection to it means the daemon is
+    // up, so supervisors and tests can use it as a readiness probe.
+    let metrics_socket = match &cfg.metrics {
+        Some(m) => match bind_unlistened(m.listen) {
+            Ok(s) => Some((s, m.listen)),
             Err(e) => {
                 error!(listen = %m.listen, error = %e, "cannot listen for metrics");
                 return ExitCode::from(1);
             }
-        }
-    }
+        },
+        None => None,
+    };
 
     if let Some(p) = &cfg.proxy {
         match proxy::bind(p) {
@@ -245,6 +259,22 @@ async fn run(cfg: Config) -> ExitCode {
             }
         }
         info!(path = %h.path.display(), "handover log");
+    }
+
+    if let Some((sock, listen)) = metrics_socket {
+        let listening = sock
+            .listen(128)
+            .and_then(|()| tokio::net::TcpListener::from_std(std::net::TcpListener::from(sock)));
+        match listening {
+            Ok(l) => {
+                info!(listen = %listen, "metrics at /metrics");
+                tokio::spawn(metrics::serve(l, metrics.clone()));
+            }
+            Err(e) => {
+                error!(listen = %listen, error = %e, "cannot listen for metrics");
+                return ExitCode::from(1);
+            }
+        }
     }
 
     shutdown_signal().await;

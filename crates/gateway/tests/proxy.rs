@@ -420,12 +420,17 @@ fn ground_mode_terminates_mptcp_and_enforces_the_connection_limit() {
                 .await
                 .unwrap();
             tokio::time::sleep(Duration::from_millis(300)).await;
-            let (mut s3, _) = railpath_gateway::proxy::connect(addr, true, timeout)
-                .await
-                .unwrap();
-            let mut b = [0u8; 1];
-            let third = tokio::time::timeout(timeout, s3.read(&mut b)).await;
-            let third = matches!(third, Ok(Ok(0)) | Ok(Err(_)));
+            // The daemon accepts the third and resets it at once. On loopback the reset can
+            // arrive before the client's connect has returned, which then reports it (CI saw
+            // ECONNRESET from connect); either way the connection must end without data.
+            let third = match railpath_gateway::proxy::connect(addr, true, timeout).await {
+                Ok((mut s3, _)) => {
+                    let mut b = [0u8; 1];
+                    let r = tokio::time::timeout(timeout, s3.read(&mut b)).await;
+                    matches!(r, Ok(Ok(0)) | Ok(Err(_)))
+                }
+                Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+            };
             drop((h1, h2));
             let idle = wait_until(Duration::from_secs(5), || {
                 let m = scrape(&gnd_c, "127.0.0.1:9464");
@@ -440,9 +445,9 @@ fn ground_mode_terminates_mptcp_and_enforces_the_connection_limit() {
         })
     });
     assert!(was_mptcp, "the ground listener did not accept MPTCP");
-    assert_eq!(transfer_ok, Ok(()));
+    assert_eq!(transfer_ok, Ok(()), "daemon log:\n{}", daemon.log_text());
     assert!(third, "third connection over the limit was not closed");
-    assert_eq!(after, Ok(()));
+    assert_eq!(after, Ok(()), "daemon log:\n{}", daemon.log_text());
     let m = scrape(&gnd, "127.0.0.1:9464");
     assert_eq!(
         metric(&m, "railpath_gateway_connections_rejected_total"),
