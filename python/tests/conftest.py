@@ -18,6 +18,8 @@ def root() -> pathlib.Path:
 @pytest.fixture
 def cli() -> pathlib.Path:
     target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    # scripts/python-test.sh sets RAILPATH_BIN (the dev-profile CLI, or with
+    # RAILPATH_PROFILE=release the release one).
     exe = pathlib.Path(os.environ.get("RAILPATH_BIN", target / "release" / "railpath"))
     if not exe.is_file():
         pytest.fail(

@@ -13,10 +13,10 @@ How the docs mark their blocks:
 README's ```python blocks run too, in one namespace, from the copy's root.
 
 The one line not run as written is `cargo build --release -p railpath-cli`: `make test` has just
-run exactly that (scripts/python-test.sh) and a second release build of a copy would take
-minutes, so a `cargo` on PATH checks the arguments and links that binary into the copy's
-target/release. Outputs must land under out/ (or outside the copy): the test fails if a command
-leaves anything else in the copy's root.
+built the CLI (scripts/python-test.sh; cargo's dev profile unless RAILPATH_PROFILE=release) and a
+release build of a copy would take minutes, so a `cargo` on PATH checks the arguments and links
+the CLI under test (RAILPATH_BIN) into the copy's target/release. Outputs must land under out/
+(or outside the copy): the test fails if a command leaves anything else in the copy's root.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import pathlib
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -118,7 +119,7 @@ def _shims(bindir: pathlib.Path, cli: pathlib.Path) -> None:
     real = shutil.which("cargo") or "cargo"
     (bindir / "cargo").write_text(
         "#!/usr/bin/env bash\n"
-        "# docs test: the release CLI is already built (scripts/python-test.sh ran this command)\n"
+        "# docs test: the CLI under test is already built (scripts/python-test.sh)\n"
         'if [ "$*" = "build --release -p railpath-cli" ]; then\n'
         "  mkdir -p target/release\n"
         f'  ln -sf "{cli}" target/release/railpath\n'
@@ -159,6 +160,7 @@ def test_readme_and_user_guide_commands_run_as_written(root, cli, tmp_path):
                 continue
             if b.lang != "sh" or COVERED.search(b.marker):
                 continue
+            t0 = time.monotonic()
             p = subprocess.run(
                 ["bash", "-euo", "pipefail", "-c", b.body],
                 cwd=work,
@@ -171,6 +173,7 @@ def test_readme_and_user_guide_commands_run_as_written(root, cli, tmp_path):
                 f"{b.where()} exited {p.returncode}:\n{b.body}\n"
                 f"stdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}"
             )
+            print(f"{b.where()}: {time.monotonic() - t0:.1f} s")
             ran += 1
     assert ran >= 3
     stray = sorted({p.name for p in work.iterdir()} - before - {"out", "target"})

@@ -29,6 +29,10 @@ pub struct Args {
     /// Runs per kernel configuration with --testbed (seeds 1..=N).
     #[arg(long, default_value_t = 3)]
     pub testbed_runs: u64,
+    /// With --testbed, run each seed's kernel configurations at the same time, each on a
+    /// testbed of its own: half the wall time, at the cost of sharing the machine between them.
+    #[arg(long)]
+    pub testbed_side_by_side: bool,
 }
 
 /// [`railpath_repro::KernelRun`] on this machine's testbed.
@@ -93,6 +97,7 @@ pub fn main(args: Args) -> Result<(), CliError> {
             .testbed
             .then_some(kernel_run as railpath_repro::KernelRun),
         kernel_runs: args.testbed_runs,
+        kernel_side_by_side: args.testbed_side_by_side,
     };
     let start = std::time::Instant::now();
     let done = railpath_repro::run(&args.paper, &opts, &mut |m| eprintln!("repro: {m}"))

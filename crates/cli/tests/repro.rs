@@ -166,7 +166,8 @@ fn report_renders_in_headless_chromium() {
 
 /// `railpath repro pha --testbed` (root, kernel MPTCP): the kernel side runs, with
 /// railpath-gateway's controller flipping both carriers around their handovers, and the report
-/// shows the kernel's numbers beside the simulator's. One kernel run per configuration (2 x 70 s).
+/// shows the kernel's numbers beside the simulator's. One kernel run per configuration, the two
+/// side by side (70 s).
 #[test]
 fn pha_kernel_side_on_the_testbed() {
     if let Err(e) = railpath_linkem::check_environment() {
@@ -184,6 +185,7 @@ fn pha_kernel_side_on_the_testbed() {
             "--testbed",
             "--testbed-runs",
             "1",
+            "--testbed-side-by-side",
             "--out",
         ])
         .arg(&out)
@@ -239,6 +241,7 @@ fn pha_kernel_side_on_the_testbed() {
         assert!((3..=8).contains(&n), "carrier {c}: {n} flips to backup");
     }
     assert!(!section.contains("failed"), "{section}");
+    assert!(section.contains("at the same time"), "{section}");
     assert_eq!(section.matches("<svg").count(), 2, "{section}");
     let _ = std::fs::remove_dir_all(&out);
 }

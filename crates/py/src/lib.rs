@@ -126,6 +126,7 @@ fn repro(py: Python<'_>, paper: &str, out: &str, seeds: u64, jobs: usize) -> PyR
         jobs,
         kernel: None,
         kernel_runs: 0,
+        kernel_side_by_side: false,
     };
     let paper = paper.to_string();
     let done = py

@@ -568,27 +568,60 @@ fn kernel_comparison(
             sim_fixed[mi].push(summarize(&r, 0, false));
         }
     }
-    // Kernel: kernel_runs seeds, alternating plain and PHA-D so that a drift of the machine
-    // touches both alike.
+    // Kernel: kernel_runs seeds, plain then PHA-D for each seed (alternating, so that a drift of
+    // the machine touches both alike), or both at the same time on testbeds of their own
+    // (`kernel_side_by_side`: half the wall time, the pair sharing the machine).
     let mut kern: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
     let mut notes = Vec::new();
-    let total = 2 * opts.kernel_runs;
-    let mut done = 0;
+    let work = |m: &str, seed: u64| dir.join("testbed").join(format!("{m}-seed{seed}"));
     for seed in 1..=opts.kernel_runs {
-        for (mi, m) in MECHS.iter().enumerate() {
-            done += 1;
+        let pair: Vec<Result<crate::KernelResult, String>> = if opts.kernel_side_by_side {
             log(&format!(
-                "pha: kernel run {done}/{total} ({m}, seed {seed}): {:.0} s on the testbed",
-                lin.run.duration_s
+                "pha: kernel runs for seed {seed}/{} (plain and PHA-D side by side): {:.0} s on the testbed",
+                opts.kernel_runs, lin.run.duration_s
             ));
-            let work = dir.join("testbed").join(format!("{m}-seed{seed}"));
-            let out = k(&with(&lin, m, seed), &work)?;
+            std::thread::scope(|scope| {
+                let runs: Vec<_> = MECHS
+                    .iter()
+                    .map(|m| {
+                        let (sc, w) = (with(&lin, m, seed), work(m, seed));
+                        scope.spawn(move || k(&sc, &w))
+                    })
+                    .collect();
+                runs.into_iter()
+                    .map(|h| {
+                        h.join()
+                            .unwrap_or_else(|_| Err("a kernel run panicked".to_string()))
+                    })
+                    .collect()
+            })
+        } else {
+            let mut v = Vec::new();
+            for m in MECHS {
+                log(&format!(
+                    "pha: kernel run {}/{} ({m}, seed {seed}): {:.0} s on the testbed",
+                    v.len() as u64 + 1 + 2 * (seed - 1),
+                    2 * opts.kernel_runs,
+                    lin.run.duration_s
+                ));
+                let r = k(&with(&lin, m, seed), &work(m, seed));
+                let failed = r.is_err();
+                v.push(r);
+                if failed {
+                    break;
+                }
+            }
+            v
+        };
+        for (mi, out) in pair.into_iter().enumerate() {
+            let out = out.map_err(|e| format!("kernel run ({}, seed {seed}): {e}", MECHS[mi]))?;
             kern[mi].push(summarize(&out.results, 0, true));
             if !out.note.is_empty() {
-                notes.push(format!("seed {seed}: {}", out.note));
+                notes.push(format!("seed {seed}, {}: {}", MECHS[mi], out.note));
             }
         }
     }
+    let total = 2 * opts.kernel_runs;
     let mbps = |v: &[Run], f: fn(&Run) -> f64| v.iter().map(|r| f(r) / 1e6).collect::<Vec<_>>();
     let mut numbers = Vec::new();
     let mut rows = String::new();
@@ -708,7 +741,7 @@ fn kernel_comparison(
          train's router, and PHA-D by railpath-gateway's controller in the router namespace (the code the onboard daemon \
          runs), fed a replayed position feed with the run's GPS offset and the same handover table; it flips the router's \
          endpoints to backup {:.0} ms before a predicted zone and back {:.0} ms before its end, and the kernel sends \
-         MP_PRIO. Kernel: {}, {:.0} s each in real time; the simulator runs the same seeds (the same radio timelines).</p>\n\
+         MP_PRIO. Kernel: {}, {:.0} s each in real time{}; the simulator runs the same seeds (the same radio timelines).</p>\n\
          <table><tr><th>stack</th><th>runs</th><th>average, plain (Mbit/s)</th><th>average, PHA-D</th><th>change (%)</th>\
          <th>at handover, plain (Mbit/s)</th><th>at handover, PHA-D</th><th>change (%)</th></tr>\n{rows}</table>\n\
          <figure>{fig_bars}<figcaption>Instantaneous throughput at handover on each stack, with 95% intervals.</figcaption></figure>\n\
@@ -722,6 +755,11 @@ fn kernel_comparison(
             format!("{} runs per configuration (seeds 1-{})", opts.kernel_runs, opts.kernel_runs)
         },
         lin.run.duration_s,
+        if opts.kernel_side_by_side {
+            ", a seed's plain and PHA-D runs at the same time on testbeds of their own"
+        } else {
+            ", one after another"
+        },
         if notes.is_empty() { "none".to_string() } else { esc(&notes.join("; ")) },
         kernel_discussion(sim_d, kern_d, &plain_at_handover, opts.kernel_runs),
     );
