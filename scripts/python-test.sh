@@ -2,9 +2,12 @@
 # The Python package's checks (part of `make test`): a virtual environment in .venv with the
 # test dependencies (pyproject.toml's `test` extra), the extension module built in place by
 # maturin, ruff, then pytest against the CLI. Both in cargo's dev profile (optimised: opt-level
-# 1, dependencies 2; see Cargo.toml), which `cargo test` has just built: the same code as a
-# release build, without two more link-time-optimised builds (about 2 minutes); the simulator
-# runs about 1.4x slower than in release. RAILPATH_PROFILE=release tests release builds.
+# 1, dependencies 2; see Cargo.toml): the same code as a release build, without two more
+# link-time-optimised builds (about 2 minutes); the simulator runs about 1.4x slower than in
+# release. The CLI is the one `cargo test --workspace` builds for its own tests (a no-op here
+# after `cargo test`; `cargo build -p railpath-cli` would resolve the dependencies' features
+# for that package alone and rebuild most of them). RAILPATH_PROFILE=release tests release
+# builds instead.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -29,11 +32,10 @@ PY
 "$py" -m pip install -q --disable-pip-version-check "${deps[@]}"
 profile=${RAILPATH_PROFILE:-dev}
 case "$profile" in
-  dev) dir=debug; flag=() ;;
-  release) dir=release; flag=(--release) ;;
+  dev) dir=debug; flag=(); "${CARGO:-cargo}" test --workspace --no-run -q ;;
+  release) dir=release; flag=(--release); "${CARGO:-cargo}" build --release -p railpath-cli ;;
   *) echo "python-test.sh: RAILPATH_PROFILE: expected dev or release, found $profile" >&2; exit 2 ;;
 esac
-cargo build "${flag[@]}" -p railpath-cli
 "$venv/bin/maturin" develop "${flag[@]}" -q
 "$venv/bin/ruff" check python
 "$venv/bin/ruff" format --check python

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import pathlib
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pandas as pd
 import pytest
@@ -163,24 +165,57 @@ def test_processes_and_dask_give_the_same_numbers(tmp_path):
     assert len(back) == 12 and "goodput_bps" in back
 
 
+def _sched() -> dict[str, tuple[int, int]]:
+    """Per thread of this process: ns on a CPU and ns waiting for one (/proc/<tid>/schedstat)."""
+    out = {}
+    for t in pathlib.Path("/proc/self/task").iterdir():
+        try:
+            cpu, wait, _ = (t / "schedstat").read_text().split()
+        except (OSError, ValueError):
+            continue
+        out[t.name] = (int(cpu), int(wait))
+    return out
+
+
 def test_two_cores_run_a_sweep_faster_than_one():
-    # 200 short runs; each releases the GIL, so two threads use both cores. A timing
-    # assertion (the point of the test): one retry for a passing hiccup on a loaded machine.
+    # 200 short runs; each releases the GIL, so two threads use both cores: at least 1.7x faster
+    # on two cores than on one (issue 15). That speedup is only measurable when the machine gives
+    # this process its cores, so the kernel's accounting of each worker thread says which part
+    # of the test applies: the threads' time on a CPU plus their time waiting for one, over the
+    # wall time, is how many threads wanted a core at once, whatever else the machine runs (two
+    # workers blocked on each other, by the GIL or a lock, would want one). That must be 1.7 or
+    # more; the wall-clock speedup must be 1.7 or more when the threads waited for a core less
+    # than 10% of their time (on a loaded machine it is printed, not asserted). One retry.
     sc = railpath.load(TWO_PATHS, **{"run.duration_s": 20})
     grid = {"link.a.delay_ms": list(range(5, 105))}
 
-    def timed(workers: int) -> float:
-        t = time.perf_counter()
-        df = railpath.sweep(sc, grid=grid, seeds=range(2), max_workers=workers, progress=False)
+    def timed(workers: int) -> tuple[float, float, float]:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            before = _sched()
+            t = time.perf_counter()
+            df = railpath.sweep(sc, grid=grid, seeds=range(2), executor=pool, progress=False)
+            wall = time.perf_counter() - t
+            after = _sched()
         assert len(df) == 200
-        return time.perf_counter() - t
+        cpu = sum(c - before.get(k, (0, 0))[0] for k, (c, _) in after.items()) / 1e9
+        wait = sum(w - before.get(k, (0, 0))[1] for k, (_, w) in after.items()) / 1e9
+        return wall, (cpu + wait) / wall, wait / max(cpu + wait, 1e-9)
 
     for attempt in range(2):
-        one, two = timed(1), timed(2)
-        if one / two >= 1.7 or attempt == 1:
+        (one, _, wait1), (two, demand, wait2) = timed(1), timed(2)
+        loaded = max(wait1, wait2) >= 0.10
+        if (demand >= 1.7 and (loaded or one / two >= 1.7)) or attempt == 1:
             break
-    print(f"sweep of 200 runs: 1 core {one:.2f} s, 2 cores {two:.2f} s ({one / two:.2f}x)")
-    assert one / two >= 1.7, f"1 core {one:.2f} s, 2 cores {two:.2f} s"
+    print(
+        f"sweep of 200 runs: 1 core {one:.2f} s, 2 cores {two:.2f} s ({one / two:.2f}x); "
+        f"threads wanting a core at once with 2 workers: {demand:.2f}; "
+        f"time waiting for a core: {wait1:.0%} (1 worker), {wait2:.0%} (2 workers)"
+    )
+    assert demand >= 1.7, f"two workers kept only {demand:.2f} threads busy at once"
+    if loaded:
+        print("LOADED MACHINE: the wall-clock speedup is not asserted (threads waited for a core)")
+    else:
+        assert one / two >= 1.7, f"1 core {one:.2f} s, 2 cores {two:.2f} s"
 
 
 def test_repro_runs_the_same_code_as_the_cli(cli, tmp_path):

@@ -4,7 +4,7 @@
 //!   machine kind), the simulator meets the targets on the 1 s and 6 s outages at 100 packets:
 //!   window goodput within 10%, stall within 0.5-2x, the retry schedule (backed-off RTOs).
 //! - As root with kernel MPTCP, the full side-by-side runs on the namespace testbed (about
-//!   3.5 minutes); without them it says so loudly and skips.
+//!   2 minutes, two cases at a time); without them it says so loudly and skips.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
