@@ -31,7 +31,7 @@ pub struct Args {
     pub testbed_runs: u64,
     /// With --testbed, run each seed's kernel configurations at the same time, each on a
     /// testbed of its own: half the wall time, at the cost of sharing the machine between them.
-    #[arg(long)]
+    #[arg(long, requires = "testbed")]
     pub testbed_side_by_side: bool,
 }
 

@@ -77,6 +77,9 @@ fn bad_arguments_are_input_errors() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--case no-such-case"));
     let o = calibrate(&["--sim-only", "--kernel", "/nonexistent/fixture.json"]);
     assert_eq!(o.status.code(), Some(2));
+    let o = calibrate(&["--sim-only", "--jobs", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--jobs"));
     let o = calibrate(&["--list"]);
     assert!(o.status.success());
     let list = String::from_utf8_lossy(&o.stdout);

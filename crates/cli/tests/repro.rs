@@ -94,6 +94,12 @@ fn reproduction_is_deterministic_and_bad_arguments_are_input_errors() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("pha"));
+    let o = Command::new(env!("CARGO_BIN_EXE_railpath"))
+        .args(["repro", "pha", "--testbed-side-by-side"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--testbed"));
 }
 
 /// The report as a person sees it: headless Chromium loads it with no console errors, every
