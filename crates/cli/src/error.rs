@@ -59,6 +59,9 @@ pub fn print_stdout(text: &str) -> Result<(), CliError> {
 
 impl From<SimError> for CliError {
     fn from(e: SimError) -> Self {
-        CliError::Failed(format!("simulation failed: {e}"))
+        match e {
+            SimError::Input(e) => CliError::Input(e.to_string()),
+            SimError::Internal(m) => CliError::Failed(format!("simulation failed: {m}")),
+        }
     }
 }

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 pub struct Args {
     /// Scenario file (TOML).
     pub scenario: PathBuf,
-    /// Seed of every random draw (same as --set run.seed=N).
-    #[arg(long)]
+    /// Seed of every random draw (same as --set run.seed=N), 0 to 2^63-1.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(..=i64::MAX as u64))]
     pub seed: Option<u64>,
     /// Output directory [default: out/<scenario file stem>].
     #[arg(long)]
@@ -21,6 +21,10 @@ pub struct Args {
     /// Override a scenario key, e.g. --set link.a.rate_mbps=5 --set flow[0].cc=cubic.
     #[arg(long = "set", value_name = "KEY.PATH=VALUE")]
     pub set: Vec<String>,
+    /// Print what the run would allocate and compute (its size estimate, part by part) and
+    /// exit without running it.
+    #[arg(long)]
+    pub estimate: bool,
 }
 
 /// The progress bar appears only once a run has taken this much wall time.
@@ -29,6 +33,9 @@ const PROGRESS_AFTER: Duration = Duration::from_secs(1);
 pub fn main(args: Args) -> Result<(), CliError> {
     let overrides = overrides(&args);
     let scenario = railpath_scenario::load(&args.scenario, &overrides)?;
+    if args.estimate {
+        return print_stdout(&estimate_table(&scenario));
+    }
     let out = args
         .out
         .clone()
@@ -72,6 +79,27 @@ pub fn main(args: Args) -> Result<(), CliError> {
         results.summary.wall_s,
         out.display()
     ))
+}
+
+/// The size estimate of a loaded scenario, one line per part and the totals.
+fn estimate_table(s: &railpath_scenario::Scenario) -> String {
+    let parts = s.size_estimate();
+    let mut out = format!("{:>12} {:>12}  part (keys)\n", "memory MB", "events");
+    for p in &parts {
+        out += &format!(
+            "{:>12.1} {:>12.3e}  {} ({})\n",
+            p.bytes / 1e6,
+            p.work,
+            p.what,
+            p.keys
+        );
+    }
+    out += &format!(
+        "{:>12.1} {:>12.3e}  total\n",
+        parts.iter().map(|p| p.bytes).sum::<f64>() / 1e6,
+        parts.iter().map(|p| p.work).sum::<f64>()
+    );
+    out
 }
 
 /// `--seed N` is `run.seed=N`, applied after the `--set` overrides so that it wins.
@@ -194,6 +222,7 @@ mod tests {
             seed: Some(9),
             out: None,
             set: vec!["run.seed=3".into(), "link.a.loss=0.1".into()],
+            estimate: false,
         };
         assert_eq!(
             overrides(&a),

@@ -36,8 +36,8 @@ pub struct CompareArgs {
 pub struct RunArgs {
     /// Scenario file (TOML).
     pub scenario: PathBuf,
-    /// Seed of the emulator's random losses (same as --set run.seed=N).
-    #[arg(long)]
+    /// Seed of the emulator's random losses (same as --set run.seed=N), 0 to 2^63-1.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(..=i64::MAX as u64))]
     pub seed: Option<u64>,
     /// Output directory [default: out/<scenario file stem>-testbed].
     #[arg(long)]

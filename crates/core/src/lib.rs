@@ -6,3 +6,73 @@ pub mod time;
 
 pub use rng::Rng;
 pub use time::Time;
+
+/// Slowest rate a link or carrier may have, Mbit/s (1 kbit/s: a 1500-byte packet takes 12 s).
+/// Below it the serialisation time of a packet no longer fits the engine's nanosecond clock
+/// usefully, and a rate rounded to 0 bit/s would never serve a packet.
+pub const MIN_RATE_MBPS: f64 = 0.001;
+/// Fastest rate a link or carrier may have, Mbit/s (100 Gbit/s).
+pub const MAX_RATE_MBPS: f64 = 1e5;
+/// Longest run, simulated seconds (about 11.6 days); also the bound of every time key.
+pub const MAX_DURATION_S: f64 = 1e6;
+/// Longest track and farthest position, metres (10,000 km: longer than any railway line).
+pub const MAX_TRACK_M: f64 = 1e7;
+
+/// A number as an error message shows it: as written when short (`0.5`, `1000000`), in
+/// scientific notation when its plain form would be long (`1e300`, `1e-9`), so that a message
+/// never spells out hundreds of digits.
+pub fn show_num(v: f64) -> String {
+    let plain = format!("{v}");
+    if plain.len() <= 16 {
+        plain
+    } else {
+        format!("{v:e}")
+    }
+}
+
+/// At most the first 40 characters of a user's text for an error message, quoted, with the
+/// length of what was left out: a bad value of a megabyte is named, not echoed.
+pub fn excerpt(s: &str) -> String {
+    const KEEP: usize = 40;
+    let n = s.chars().count();
+    if n <= KEEP {
+        format!("{s:?}")
+    } else {
+        let head: String = s.chars().take(KEEP).collect();
+        format!("{head:?}... ({n} characters)")
+    }
+}
+
+/// One part of what a run will allocate and compute, estimated from its keys before it starts
+/// (see `railpath_scenario::Scenario::size_estimate`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SizePart {
+    /// What it is ("time series", "radio cells of carrier \"a\"").
+    pub what: String,
+    /// The keys that drive its size, as a user would change them.
+    pub keys: String,
+    /// Bytes held at once.
+    pub bytes: f64,
+    /// Work, in simulator events or their equivalent (one packet hop, one cell measured once).
+    pub work: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_and_texts_in_messages_stay_short() {
+        assert_eq!(show_num(0.5), "0.5");
+        assert_eq!(show_num(1e6), "1000000");
+        assert_eq!(show_num(1e300), "1e300");
+        assert_eq!(show_num(1e-9), "0.000000001");
+        assert_eq!(show_num(1e-300), "1e-300");
+        assert_eq!(show_num(f64::NAN), "NaN");
+        assert_eq!(excerpt("abc"), "\"abc\"");
+        let long = "x".repeat(1_000_000);
+        let e = excerpt(&long);
+        assert!(e.len() < 80, "{e}");
+        assert!(e.ends_with("... (1000000 characters)"), "{e}");
+    }
+}

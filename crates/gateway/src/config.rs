@@ -4,6 +4,7 @@
 //! every error names the file, the key and what was expected. See docs/gateway.md for a
 //! commented example; packaging/gateway.toml is the installed default.
 
+use railpath_core::show_num;
 use serde::Deserialize;
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
@@ -280,9 +281,22 @@ impl Config {
 
     /// Parses and validates configuration text; `file` names it in errors.
     pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
-        let cfg: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
-            file: file.to_string(),
-            message: e.to_string().trim_end().to_string(),
+        let cfg: Config = toml::from_str(text).map_err(|e| {
+            // The key the user wrote and the line, in the user's words (one rule with the
+            // scenario files): not serde's type names, not the whole offending line echoed.
+            let (key, message) = railpath_scenario::toml_error(&e, text);
+            if key.is_empty() {
+                ConfigError::Parse {
+                    file: file.to_string(),
+                    message,
+                }
+            } else {
+                ConfigError::Invalid {
+                    file: file.to_string(),
+                    key,
+                    message,
+                }
+            }
         })?;
         cfg.validate(file)?;
         Ok(cfg)
@@ -294,13 +308,20 @@ impl Config {
             key: key.to_string(),
             message,
         };
-        let positive = |key: &str, v: f64, max: f64| {
-            if v.is_finite() && v > 0.0 && v <= max {
+        // Every duration and distance has a physical floor as well as a ceiling: a tick of
+        // 5e-324 ms passes "> 0" but would spin the controller.
+        let in_range = |key: &str, v: f64, min: f64, max: f64| {
+            if v.is_finite() && v >= min && v <= max {
                 Ok(())
             } else {
                 Err(bad(
                     key,
-                    format!("expected a number in (0, {max}], got {v}"),
+                    format!(
+                        "expected a number from {} to {}, got {}",
+                        show_num(min),
+                        show_num(max),
+                        show_num(v)
+                    ),
                 ))
             }
         };
@@ -332,8 +353,8 @@ impl Config {
                     format!("expected 1..=1000000, got {}", p.max_connections),
                 ));
             }
-            positive("proxy.idle_timeout_s", p.idle_timeout_s, 86_400.0)?;
-            positive("proxy.connect_timeout_s", p.connect_timeout_s, 600.0)?;
+            in_range("proxy.idle_timeout_s", p.idle_timeout_s, 0.001, 86_400.0)?;
+            in_range("proxy.connect_timeout_s", p.connect_timeout_s, 0.001, 600.0)?;
             if !(1024..=16 * 1024 * 1024).contains(&p.buffer_bytes) {
                 return Err(bad(
                     "proxy.buffer_bytes",
@@ -415,10 +436,10 @@ impl Config {
                 ));
             }
             if let Some(r) = ph.rtt_ms {
-                positive("phad.rtt_ms", r, 10_000.0)?;
+                in_range("phad.rtt_ms", r, 0.01, 10_000.0)?;
             }
             if let Some(l) = ph.lead_time_ms {
-                positive("phad.lead_time_ms", l, 60_000.0)?;
+                in_range("phad.lead_time_ms", l, 0.01, 60_000.0)?;
             }
             if ph.adaptive_lead {
                 if let Some(c) = self.carriers.iter().find(|c| c.interface.is_none()) {
@@ -428,13 +449,16 @@ impl Config {
                     ));
                 }
             }
-            positive("phad.stale_after_ms", ph.stale_after_ms, 600_000.0)?;
-            positive("phad.tick_ms", ph.tick_ms, 10_000.0)?;
+            in_range("phad.stale_after_ms", ph.stale_after_ms, 1.0, 600_000.0)?;
+            in_range("phad.tick_ms", ph.tick_ms, 1.0, 10_000.0)?;
             match &ph.position {
                 PositionConfig::Gpsd { max_offtrack_m, .. }
-                | PositionConfig::Nmea { max_offtrack_m, .. } => {
-                    positive("phad.position.max_offtrack_m", *max_offtrack_m, 100_000.0)?
-                }
+                | PositionConfig::Nmea { max_offtrack_m, .. } => in_range(
+                    "phad.position.max_offtrack_m",
+                    *max_offtrack_m,
+                    0.1,
+                    100_000.0,
+                )?,
                 PositionConfig::Replay { .. } => {}
             }
             if let PositionConfig::Nmea { baud: Some(b), .. } = &ph.position {
@@ -453,7 +477,12 @@ impl Config {
                     "needs [phad] (its position source gives each handover's position)".into(),
                 ));
             }
-            positive("handover_log.cell_poll_ms", h.cell_poll_ms, 3_600_000.0)?;
+            in_range(
+                "handover_log.cell_poll_ms",
+                h.cell_poll_ms,
+                1.0,
+                3_600_000.0,
+            )?;
         }
         Ok(())
     }
@@ -571,6 +600,40 @@ endpoint_addr = "10.2.0.2"
         assert!(e.contains("phad.rtt_ms") && e.contains("-3"), "{e}");
         let e = err(&GOOD.replace("mode = \"train\"", "mode = \"train\"\nbuffer_bytes = 10"));
         assert!(e.contains("proxy.buffer_bytes"), "{e}");
+    }
+
+    #[test]
+    fn durations_have_a_physical_floor() {
+        // Issue 17: a tick of 5e-324 ms was accepted ("> 0") and would spin the controller.
+        let e = err(&GOOD.replace("[phad]", "[phad]\ntick_ms = 5e-324"));
+        assert!(
+            e.contains("key `phad.tick_ms`: expected a number from 1 to 10000, got 5e-324"),
+            "{e}"
+        );
+        assert!(Config::parse(&GOOD.replace("[phad]", "[phad]\ntick_ms = 1"), "gw.toml").is_ok());
+    }
+
+    #[test]
+    fn type_errors_name_the_key_in_the_users_words() {
+        // Issue 17: parse errors gave a line but no key, and serde's type names.
+        let e = err(&GOOD.replace("rtt_ms = 80", "rtt_ms = \"fast\""));
+        assert!(
+            e.contains("key `phad.rtt_ms`: line ")
+                && e.contains("expected a number, found the text \"fast\""),
+            "{e}"
+        );
+        let e = err(&GOOD.replace("endpoint_id = 1", "endpoint_id = -1"));
+        assert!(
+            e.contains("key `carrier[0].endpoint_id`") && !e.contains("u8"),
+            "{e}"
+        );
+        let long = "x".repeat(100_000);
+        let e = err(&GOOD.replace("rtt_ms = 80", &format!("rtt_ms = \"{long}\"")));
+        assert!(
+            e.len() < 300,
+            "the value is quoted in full: {} bytes",
+            e.len()
+        );
     }
 
     #[test]

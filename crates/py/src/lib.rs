@@ -92,7 +92,12 @@ fn run(
     let out = py.detach(move || -> Result<RunOut, PyErrBox> {
         let s = load(&text, &file, &base, &overrides).map_err(PyErrBox::Scenario)?;
         let start = std::time::Instant::now();
-        let mut r = railpath_sim::run(&s).map_err(|e| PyErrBox::Run(e.to_string()))?;
+        let mut r = railpath_sim::run(&s).map_err(|e| match e {
+            // The scenario's fault found while building the run: a ScenarioError, as the CLI's
+            // exit status 2.
+            railpath_sim::SimError::Input(e) => PyErrBox::Scenario(e),
+            e => PyErrBox::Run(e.to_string()),
+        })?;
         r.summary.wall_s = start.elapsed().as_secs_f64();
         let summary =
             serde_json::to_string(&r.summary).map_err(|e| PyErrBox::Run(e.to_string()))?;

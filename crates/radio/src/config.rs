@@ -7,6 +7,7 @@
 
 use crate::measured::MeasuredData;
 use crate::RadioError;
+use railpath_core::{show_num, MAX_DURATION_S, MAX_RATE_MBPS, MAX_TRACK_M, MIN_RATE_MBPS};
 use serde::{Deserialize, Serialize};
 
 /// `TimeToTrigger` values allowed by 3GPP TS 36.331 (ms).
@@ -210,6 +211,88 @@ pub struct CarrierConfig {
     /// Loaded measured data; filled by [`CarrierConfig::load_files`], not read from TOML.
     #[serde(skip)]
     pub measured: Option<MeasuredData>,
+    /// The keys the scenario file wrote in this carrier's table (filled by the scenario parser,
+    /// not read as a key): defaults hide whether a key was given, and a key of another model
+    /// must be refused, not silently ignored.
+    #[serde(skip)]
+    pub keys_given: Vec<String>,
+}
+
+/// Keys every carrier model takes.
+pub const CARRIER_COMMON_KEYS: &[&str] = &["id", "model", "interruption_ms", "outage_mode"];
+/// Keys of the radio model (besides [`CARRIER_COMMON_KEYS`]).
+pub const CARRIER_RADIO_KEYS: &[&str] = &[
+    "rate_mbps",
+    "enb_spacing_m",
+    "enb_offset_m",
+    "first_enb_m",
+    "sites_m",
+    "site_jitter_m",
+    "place_seed",
+    "rs_power_dbm",
+    "pathloss_1km_db",
+    "pathloss_exponent",
+    "shadowing_sigma_db",
+    "shadowing_corr_m",
+    "shadowing_site_corr",
+    "run_variation_db",
+    "l3_filter_k",
+    "noise_dbm",
+    "interference_load",
+    "cell_range_m",
+    "hysteresis_db",
+    "a3_offset_db",
+    "ttt_ms",
+    "low_rsrp_dbm",
+    "low_rsrp_extra_delay_ms",
+    "low_rsrp_loss",
+    "capacity",
+    "min_rate_mbps",
+    "rate_step_fraction",
+    "rate_step_mbps",
+];
+/// Keys of the scripted model.
+pub const CARRIER_SCRIPTED_KEYS: &[&str] =
+    &["rate_mbps", "handover_interval_s", "handover_offset_s"];
+/// Keys of the measured CSV model.
+pub const CARRIER_CSV_KEYS: &[&str] = &["csv"];
+/// Keys of the Mahimahi model.
+pub const CARRIER_MAHIMAHI_KEYS: &[&str] = &["mahimahi", "mahimahi_bin_ms"];
+
+impl CarrierModel {
+    /// The scenario spelling of the model.
+    pub fn name(self) -> &'static str {
+        match self {
+            CarrierModel::Radio => "radio",
+            CarrierModel::Scripted => "scripted",
+            CarrierModel::Csv => "csv",
+            CarrierModel::Mahimahi => "mahimahi",
+        }
+    }
+
+    /// The model-specific keys of this model.
+    pub fn keys(self) -> &'static [&'static str] {
+        match self {
+            CarrierModel::Radio => CARRIER_RADIO_KEYS,
+            CarrierModel::Scripted => CARRIER_SCRIPTED_KEYS,
+            CarrierModel::Csv => CARRIER_CSV_KEYS,
+            CarrierModel::Mahimahi => CARRIER_MAHIMAHI_KEYS,
+        }
+    }
+
+    /// The models that take `key` (empty for an unknown key).
+    pub fn models_taking(key: &str) -> Vec<&'static str> {
+        [
+            CarrierModel::Radio,
+            CarrierModel::Scripted,
+            CarrierModel::Csv,
+            CarrierModel::Mahimahi,
+        ]
+        .into_iter()
+        .filter(|m| m.keys().contains(&key))
+        .map(CarrierModel::name)
+        .collect()
+    }
 }
 
 fn default_accel() -> f64 {
@@ -345,6 +428,7 @@ impl CarrierConfig {
             mahimahi: None,
             mahimahi_bin_ms: default_mm_bin(),
             measured: None,
+            keys_given: Vec::new(),
         }
     }
 }
@@ -358,7 +442,7 @@ impl Check {
         } else {
             Err(RadioError::key(
                 key,
-                format!("expected a finite number, found {v}"),
+                format!("expected a finite number, found {}", show_num(v)),
             ))
         }
     }
@@ -369,7 +453,7 @@ impl Check {
         } else {
             Err(RadioError::key(
                 key,
-                format!("expected a number > 0, found {v}"),
+                format!("expected a number > 0, found {}", show_num(v)),
             ))
         }
     }
@@ -380,7 +464,7 @@ impl Check {
         } else {
             Err(RadioError::key(
                 key,
-                format!("expected a number >= 0, found {v}"),
+                format!("expected a number >= 0, found {}", show_num(v)),
             ))
         }
     }
@@ -391,7 +475,12 @@ impl Check {
         } else {
             Err(RadioError::key(
                 key,
-                format!("expected {what} in {lo}..={hi}, found {v}"),
+                format!(
+                    "expected {what} in {}..={}, found {}",
+                    show_num(lo),
+                    show_num(hi),
+                    show_num(v)
+                ),
             ))
         }
     }
@@ -414,6 +503,12 @@ impl TrainConfig {
                 ))
             }
             (Some(v), true) => {
+                if self.initial_speed_kmh.is_some() {
+                    return Err(RadioError::key(
+                        "train.initial_speed_kmh",
+                        "only used with [[train.segment]] (this train runs at the constant speed_kmh)",
+                    ));
+                }
                 Check::range("train.speed_kmh", v, 0.0, 600.0, "a speed in km/h")?;
                 if v == 0.0 {
                     return Err(RadioError::key(
@@ -424,12 +519,6 @@ impl TrainConfig {
                 }
             }
             (None, false) => {
-                if self.initial_speed_kmh.is_some() && self.segments.is_empty() {
-                    return Err(RadioError::key(
-                        "train.initial_speed_kmh",
-                        "only used with [[train.segment]]",
-                    ));
-                }
                 if let Some(v) = self.initial_speed_kmh {
                     Check::range("train.initial_speed_kmh", v, 0.0, 600.0, "a speed in km/h")?;
                 }
@@ -438,6 +527,13 @@ impl TrainConfig {
                     let k = |f: &str| format!("train.segment[{i}].{f}");
                     Check::range(&k("speed_kmh"), s.speed_kmh, 0.0, 600.0, "a speed in km/h")?;
                     Check::positive(&k("duration_s"), s.duration_s)?;
+                    Check::range(
+                        &k("duration_s"),
+                        s.duration_s,
+                        0.0,
+                        MAX_DURATION_S,
+                        "a duration in s",
+                    )?;
                     if let Some(a) = s.accel_mps2 {
                         Check::range(&k("accel_mps2"), a, 0.01, 10.0, "an acceleration in m/s²")?;
                     }
@@ -458,9 +554,21 @@ impl TrainConfig {
             10.0,
             "an acceleration in m/s²",
         )?;
-        Check::non_negative("train.start_m", self.start_m)?;
+        Check::range(
+            "train.start_m",
+            self.start_m,
+            0.0,
+            MAX_TRACK_M,
+            "a position in metres",
+        )?;
         if let Some(l) = self.track_length_m {
-            Check::positive("train.track_length_m", l)?;
+            Check::range(
+                "train.track_length_m",
+                l,
+                1.0,
+                MAX_TRACK_M,
+                "a length in metres",
+            )?;
             if self.start_m >= l {
                 return Err(RadioError::key(
                     "train.start_m",
@@ -471,7 +579,13 @@ impl TrainConfig {
                 ));
             }
         }
-        Check::non_negative("train.late_start_s", self.late_start_s)?;
+        Check::range(
+            "train.late_start_s",
+            self.late_start_s,
+            0.0,
+            MAX_DURATION_S,
+            "a delay in s",
+        )?;
         Check::range(
             "train.sample_ms",
             self.sample_ms,
@@ -495,8 +609,8 @@ impl CarrierConfig {
                 Err(RadioError::key(
                     k(key),
                     format!(
-                        "only used with model = \"{model}\" (this carrier's model is {:?})",
-                        self.model
+                        "only used with model = \"{model}\" (this carrier's model is \"{}\")",
+                        self.model.name()
                     ),
                 ))
             } else {
@@ -505,6 +619,28 @@ impl CarrierConfig {
         };
         use CarrierModel as M;
         let m = self.model;
+        for key in &self.keys_given {
+            if CARRIER_COMMON_KEYS.contains(&key.as_str()) || m.keys().contains(&key.as_str()) {
+                continue;
+            }
+            let takers = CarrierModel::models_taking(key);
+            if !takers.is_empty() {
+                return Err(RadioError::key(
+                    k(key),
+                    format!(
+                        "only used with model = \"{}\"; this carrier's model is \"{}\", which takes {}",
+                        takers.join("\" or \""),
+                        m.name(),
+                        CARRIER_COMMON_KEYS
+                            .iter()
+                            .chain(m.keys())
+                            .copied()
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+        }
         only(
             m != M::Radio && self.enb_spacing_m.is_some(),
             "enb_spacing_m",
@@ -529,11 +665,19 @@ impl CarrierConfig {
         )?;
         match m {
             M::Radio | M::Scripted => match self.rate_mbps {
-                Some(r) => Check::positive(&k("rate_mbps"), r)?,
+                Some(r) => Check::range(
+                    &k("rate_mbps"),
+                    r,
+                    MIN_RATE_MBPS,
+                    MAX_RATE_MBPS,
+                    "a rate in Mbit/s",
+                )?,
                 None => {
                     return Err(RadioError::key(
                         k("rate_mbps"),
-                        "required: the carrier's peak rate in Mbit/s > 0",
+                        format!(
+                            "required: the carrier's peak rate in Mbit/s, {MIN_RATE_MBPS} to {MAX_RATE_MBPS}"
+                        ),
                     ))
                 }
             },
@@ -557,7 +701,26 @@ impl CarrierConfig {
             M::Radio => self.validate_radio(&k)?,
             M::Scripted => {
                 match self.handover_interval_s {
-                    Some(v) => Check::positive(&k("handover_interval_s"), v)?,
+                    Some(v) => {
+                        Check::range(
+                            &k("handover_interval_s"),
+                            v,
+                            0.0,
+                            MAX_DURATION_S,
+                            "an interval in s",
+                        )?;
+                        // Each handover's interruption ends before the next handover starts;
+                        // otherwise the carrier would never carry anything.
+                        if v * 1000.0 <= self.interruption_ms {
+                            return Err(RadioError::key(
+                                k("handover_interval_s"),
+                                format!(
+                                    "expected more than interruption_ms = {} ms (a handover's interruption must end before the next handover), found {v} s",
+                                    self.interruption_ms
+                                ),
+                            ));
+                        }
+                    }
                     None => {
                         return Err(RadioError::key(
                             k("handover_interval_s"),
@@ -566,7 +729,13 @@ impl CarrierConfig {
                     }
                 }
                 if let Some(o) = self.handover_offset_s {
-                    Check::non_negative(&k("handover_offset_s"), o)?;
+                    Check::range(
+                        &k("handover_offset_s"),
+                        o,
+                        0.0,
+                        MAX_DURATION_S,
+                        "a time in s",
+                    )?;
                 }
             }
             M::Csv => {
@@ -609,7 +778,13 @@ impl CarrierConfig {
             }
             (Some(s), None) => {
                 Check::range(&k("enb_spacing_m"), *s, 50.0, 100_000.0, "a site spacing in metres")?;
-                Check::non_negative(&k("first_enb_m"), self.first_enb_m)?;
+                Check::range(
+                    &k("first_enb_m"),
+                    self.first_enb_m,
+                    0.0,
+                    MAX_TRACK_M,
+                    "a position in metres",
+                )?;
                 Check::non_negative(&k("site_jitter_m"), self.site_jitter_m)?;
                 if self.site_jitter_m >= s / 2.0 {
                     return Err(RadioError::key(
@@ -623,7 +798,13 @@ impl CarrierConfig {
                     return Err(RadioError::key(k("sites_m"), "expected at least one site position"));
                 }
                 for (j, x) in v.iter().enumerate() {
-                    Check::non_negative(&k(&format!("sites_m[{j}]")), *x)?;
+                    Check::range(
+                        &k(&format!("sites_m[{j}]")),
+                        *x,
+                        0.0,
+                        MAX_TRACK_M,
+                        "a position in metres",
+                    )?;
                     if j > 0 && *x <= v[j - 1] {
                         return Err(RadioError::key(
                             k(&format!("sites_m[{j}]")),
@@ -780,12 +961,13 @@ impl CarrierConfig {
             ));
         }
         Check::non_negative(&k("min_rate_mbps"), self.min_rate_mbps)?;
-        if self.min_rate_mbps <= 0.0 || self.min_rate_mbps > self.rate_mbps.unwrap_or(f64::INFINITY)
+        if self.min_rate_mbps < MIN_RATE_MBPS
+            || self.min_rate_mbps > self.rate_mbps.unwrap_or(f64::INFINITY)
         {
             return Err(RadioError::key(
                 k("min_rate_mbps"),
                 format!(
-                    "expected a rate floor > 0 and at most rate_mbps, found {}",
+                    "expected a rate floor >= {MIN_RATE_MBPS} Mbit/s and at most rate_mbps, found {}",
                     self.min_rate_mbps
                 ),
             ));
@@ -798,6 +980,13 @@ impl CarrierConfig {
             "a fraction",
         )?;
         Check::positive(&k("rate_step_mbps"), self.rate_step_mbps)?;
+        Check::range(
+            &k("rate_step_mbps"),
+            self.rate_step_mbps,
+            0.0,
+            MAX_RATE_MBPS,
+            "a rate in Mbit/s",
+        )?;
         Ok(())
     }
 }

@@ -28,6 +28,7 @@ pub mod config;
 pub mod measured;
 pub mod phad;
 pub mod propagation;
+pub mod size;
 pub mod table;
 pub mod timeline;
 pub mod track;

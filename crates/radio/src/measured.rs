@@ -258,7 +258,11 @@ pub fn parse_csv(text: &str, file: &str) -> Result<Vec<CsvRow>, RadioError> {
     Ok(raw.into_iter().map(|r| r.row).collect())
 }
 
-/// Parse a Mahimahi trace: non-negative integer ms timestamps, non-decreasing, last one > 0.
+/// Latest timestamp of a Mahimahi trace, ms: the longest run (a longer period never repeats).
+pub const MAX_TRACE_MS: f64 = railpath_core::MAX_DURATION_S * 1000.0;
+
+/// Parse a Mahimahi trace: integer ms timestamps up to [`MAX_TRACE_MS`], non-decreasing, last
+/// one > 0.
 pub fn parse_mahimahi(text: &str, file: &str) -> Result<Vec<u64>, RadioError> {
     let mut out = Vec::new();
     let mut last = 0u64;
@@ -267,13 +271,20 @@ pub fn parse_mahimahi(text: &str, file: &str) -> Result<Vec<u64>, RadioError> {
         if line.is_empty() {
             continue;
         }
-        let v: u64 = line.parse().map_err(|_| {
-            RadioError::in_file(
-                file,
-                format!("line {}", n + 1),
-                format!("expected a non-negative integer millisecond timestamp, found {line:?}"),
-            )
-        })?;
+        let v: u64 = line
+            .parse()
+            .ok()
+            .filter(|&v| v as f64 <= MAX_TRACE_MS)
+            .ok_or_else(|| {
+                RadioError::in_file(
+                    file,
+                    format!("line {}", n + 1),
+                    format!(
+                        "expected an integer millisecond timestamp from 0 to {MAX_TRACE_MS} (the longest run), found {}",
+                        railpath_core::excerpt(line)
+                    ),
+                )
+            })?;
         if v < last {
             return Err(RadioError::in_file(
                 file,
@@ -440,10 +451,6 @@ pub(crate) fn timeline(
                     cell = format!("{}-{k}", c.id);
                 }
             }
-            if last_rate.is_none() {
-                // Every row is an outage; the link still needs a rate for after the run.
-                steps.at(Time::ZERO).rate_bps = Some(OPPORTUNITY_BYTES * 8);
-            }
         }
         Some(MeasuredData::Mahimahi {
             opportunities_ms, ..
@@ -487,10 +494,14 @@ pub(crate) fn timeline(
                     last_rate = Some(rate);
                 }
             }
-            if last_rate.is_none() {
-                steps.at(Time::ZERO).rate_bps = Some(OPPORTUNITY_BYTES * 8);
-            }
         }
+    }
+    // The link needs a rate from time 0 even when the data begin with an outage (an empty first
+    // bin, a first row of rate 0): the first rate the data give, which is not used before that
+    // outage ends; one opportunity per second when the data never give one.
+    if steps.at(Time::ZERO).rate_bps.is_none() {
+        let first = steps.0.values().find_map(|s| s.rate_bps);
+        steps.at(Time::ZERO).rate_bps = Some(first.unwrap_or(OPPORTUNITY_BYTES * 8));
     }
     steps.outages(outages);
     Ok(CarrierTimeline {
@@ -624,6 +635,29 @@ mod tests {
             timeline(&c, 2, Time::from_ms(200)).unwrap_err().key,
             "carrier[2].mahimahi"
         );
+    }
+
+    #[test]
+    fn data_that_begin_in_an_outage_still_give_the_link_a_rate_at_time_0() {
+        // Opportunities at 3 and 10 ms, period 10 ms; bins of 1 ms: bins 0..3 are empty, so the
+        // trace begins with an outage [0, 3 ms). The rate at time 0 is the first bin's that has
+        // one (1 opportunity of 1500 B in 1 ms = 12 Mbit/s), unused before the outage ends.
+        let mut c = CarrierConfig::grid("M", 25.0, 1340.0, 0.0);
+        c.model = CarrierModel::Mahimahi;
+        c.mahimahi_bin_ms = 1.0;
+        c.measured = Some(MeasuredData::Mahimahi {
+            file: "t".into(),
+            opportunities_ms: vec![3, 10],
+        });
+        let tl = timeline(&c, 0, Time::from_ms(20)).unwrap();
+        assert_eq!(tl.steps[0].t, Time::ZERO);
+        assert_eq!(tl.steps[0].rate_bps, Some(12_000_000));
+        assert_eq!(tl.steps[0].outage, Some(true));
+        // A CSV whose first row has no throughput: the rate of the second row from time 0.
+        let c = csv_carrier("t_s,position_m,throughput_mbps\n0,0,0\n1,10,4\n");
+        let tl = timeline(&c, 0, Time::from_secs(2)).unwrap();
+        assert_eq!(tl.steps[0].rate_bps, Some(4_000_000));
+        assert_eq!(tl.steps[0].outage, Some(true));
     }
 
     #[test]

@@ -20,7 +20,7 @@
 //! Zones of a carrier are sorted by `start_m` and do not overlap; `start_m <= end_m`.
 
 use crate::HandoverRecord;
-use railpath_core::Time;
+use railpath_core::{show_num, Time, MAX_TRACK_M};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -29,6 +29,10 @@ use std::path::Path;
 
 /// The `format` string of a handover table file this version reads and writes.
 pub const FORMAT: &str = "railpath-handover-table/1";
+
+/// Largest GPS error a table may assume, metres (a zone is a handover place +- this much; a
+/// positioning error of a kilometre is far beyond any GPS receiver's and would blank the track).
+pub const MAX_GPS_ERROR_M: f64 = 1000.0;
 
 /// One track zone where a carrier's handovers start.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -137,11 +141,14 @@ impl HandoverTable {
         records: &[(String, Vec<HandoverRecord>)],
         gps_error_m: f64,
     ) -> Result<HandoverTable, TableError> {
-        if !gps_error_m.is_finite() || gps_error_m < 0.0 {
+        if !(gps_error_m.is_finite() && (0.0..=MAX_GPS_ERROR_M).contains(&gps_error_m)) {
             return Err(TableError::new(
                 "",
                 "gps_error_m",
-                format!("expected a finite number of metres >= 0, found {gps_error_m}"),
+                format!(
+                    "expected metres from 0 to {MAX_GPS_ERROR_M}, found {}",
+                    show_num(gps_error_m)
+                ),
             ));
         }
         let mut per: BTreeMap<String, Vec<Zone>> = BTreeMap::new();
@@ -154,13 +161,13 @@ impl HandoverTable {
                         "expected a non-empty carrier id",
                     ));
                 }
-                if !h.position_m.is_finite() {
+                if !(h.position_m.is_finite() && h.position_m.abs() <= MAX_TRACK_M) {
                     return Err(TableError::new(
                         run,
                         format!("handovers[{i}].position_m"),
                         format!(
-                            "expected a finite position in metres, found {}",
-                            h.position_m
+                            "expected a position in metres from -{MAX_TRACK_M} to {MAX_TRACK_M}, found {}",
+                            show_num(h.position_m)
                         ),
                     ));
                 }
@@ -272,16 +279,17 @@ impl HandoverTable {
                 format!("expected {FORMAT:?}, found {:?}", self.format),
             ));
         }
-        if !self.gps_error_m.is_finite() || self.gps_error_m < 0.0 {
+        if !(self.gps_error_m.is_finite() && (0.0..=MAX_GPS_ERROR_M).contains(&self.gps_error_m)) {
             return Err(TableError::new(
                 file,
                 "gps_error_m",
                 format!(
-                    "expected a finite number of metres >= 0, found {}",
-                    self.gps_error_m
+                    "expected metres from 0 to {MAX_GPS_ERROR_M}, found {}",
+                    show_num(self.gps_error_m)
                 ),
             ));
         }
+        let reach = MAX_TRACK_M + MAX_GPS_ERROR_M;
         for (c, cz) in &self.carriers {
             if c.is_empty() {
                 return Err(TableError::new(
@@ -293,19 +301,17 @@ impl HandoverTable {
             let mut prev_end = f64::NEG_INFINITY;
             for (i, z) in cz.zones.iter().enumerate() {
                 let k = |f: &str| format!("carriers.{c}.zones[{i}].{f}");
-                if !z.start_m.is_finite() {
-                    return Err(TableError::new(
-                        file,
-                        k("start_m"),
-                        "expected a finite number of metres",
-                    ));
-                }
-                if !z.end_m.is_finite() {
-                    return Err(TableError::new(
-                        file,
-                        k("end_m"),
-                        "expected a finite number of metres",
-                    ));
+                for (key, v) in [("start_m", z.start_m), ("end_m", z.end_m)] {
+                    if !(v.is_finite() && v.abs() <= reach) {
+                        return Err(TableError::new(
+                            file,
+                            k(key),
+                            format!(
+                                "expected a position in metres from -{reach} to {reach}, found {}",
+                                show_num(v)
+                            ),
+                        ));
+                    }
                 }
                 if z.end_m < z.start_m {
                     return Err(TableError::new(

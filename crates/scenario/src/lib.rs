@@ -11,9 +11,11 @@ use std::path::{Path, PathBuf};
 
 mod locate;
 mod overrides;
+mod size;
 mod validate;
 
 pub use overrides::apply_override;
+pub use size::Budget;
 
 /// An error in a scenario file or an override: file, key path and what was expected.
 #[derive(Debug, Clone, PartialEq)]
@@ -551,21 +553,98 @@ impl Scenario {
 pub fn parse_str(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
     let mut s: Scenario = toml::from_str(text).map_err(|e| located(&e, text, file))?;
     s.source = file.to_string();
+    let table: toml::Table = text.parse().map_err(|e| located(&e, text, file))?;
+    note_carrier_keys(&mut s, &table);
     Ok(s)
+}
+
+/// Record which keys each `[[carrier]]` table wrote, so that validation can refuse a key of
+/// another carrier model (serde's defaults would hide it).
+fn note_carrier_keys(s: &mut Scenario, table: &toml::Table) {
+    let Some(toml::Value::Array(list)) = table.get("carrier") else {
+        return;
+    };
+    for (c, v) in s.carriers.iter_mut().zip(list) {
+        if let toml::Value::Table(t) = v {
+            c.keys_given = t.keys().cloned().collect();
+        }
+    }
 }
 
 /// Deserialize an already parsed (and possibly overridden) TOML table. A table has no text, so
 /// errors name no line; prefer [`parse_str`] for text.
 pub fn from_table(table: toml::Table, file: &str) -> Result<Scenario, ScenarioError> {
-    let mut s: Scenario = Scenario::deserialize(table)
-        .map_err(|e: toml::de::Error| ScenarioError::new(file, "", e.message().trim()))?;
+    let mut s: Scenario = Scenario::deserialize(table.clone())
+        .map_err(|e: toml::de::Error| ScenarioError::new(file, "", user_words(e.message())))?;
     s.source = file.to_string();
+    note_carrier_keys(&mut s, &table);
     Ok(s)
+}
+
+/// serde's wording in the user's words: Rust type names (`u64`, `f64`, `struct Link`) become
+/// what a scenario file can write ("a whole number >= 0", "a number", "a table"), a bad value is
+/// quoted as a short excerpt, and "expected X, found Y" reads in that order.
+pub fn user_words(message: &str) -> String {
+    let message = message.trim().replace(" as i128", "");
+    let body = message
+        .strip_prefix("invalid type: ")
+        .or_else(|| message.strip_prefix("invalid value: "));
+    let Some(body) = body else {
+        return message;
+    };
+    let Some((found, expected)) = body.rsplit_once(", expected ") else {
+        return message;
+    };
+    let expected = match expected {
+        "u8" | "u16" | "u32" | "u64" | "usize" => {
+            let max = match expected {
+                "u8" => u64::from(u8::MAX),
+                "u16" => u64::from(u16::MAX),
+                "u32" => u64::from(u32::MAX),
+                _ => i64::MAX as u64,
+            };
+            format!("a whole number from 0 to {max}")
+        }
+        "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number".to_string(),
+        "f32" | "f64" => "a number".to_string(),
+        "a sequence" => "an array [...]".to_string(),
+        "a boolean" => "true or false".to_string(),
+        "a map" => "a table".to_string(),
+        e if e.starts_with("struct ") => "a table".to_string(),
+        e if e.starts_with("enum ") => "one of the names this key takes".to_string(),
+        e => e.to_string(),
+    };
+    let found = if let Some(v) = found.strip_prefix("string ") {
+        let v = v.trim_matches('"');
+        format!("the text {}", railpath_core::excerpt(v))
+    } else if let Some(v) = found.strip_prefix("floating point ") {
+        format!("the number {}", v.trim_matches('`'))
+    } else if let Some(v) = found.strip_prefix("integer ") {
+        format!("the whole number {}", v.trim_matches('`'))
+    } else if let Some(v) = found.strip_prefix("boolean ") {
+        v.trim_matches('`').to_string()
+    } else if found == "sequence" {
+        "an array".to_string()
+    } else if found == "map" {
+        "a table".to_string()
+    } else {
+        found.to_string()
+    };
+    format!("expected {expected}, found {found}")
 }
 
 /// A toml error as a [`ScenarioError`]: key path from the span, message prefixed with the line.
 fn located(e: &toml::de::Error, text: &str, file: &str) -> ScenarioError {
-    let message = e.message().trim();
+    let (key, message) = toml_error(e, text);
+    ScenarioError::new(file, key, message)
+}
+
+/// A TOML parse or type error of `text` (any TOML file railpath reads: scenarios, the gateway's
+/// configuration) as (key path, message): the key the user wrote (`link[1].rat_mbps`, "" when
+/// none applies), and serde's message in the user's words ([`user_words`]) after the line and
+/// column.
+pub fn toml_error(e: &toml::de::Error, text: &str) -> (String, String) {
+    let message = user_words(e.message());
     let missing = message
         .strip_prefix("missing field `")
         .and_then(|r| r.split('`').next());
@@ -573,13 +652,12 @@ fn located(e: &toml::de::Error, text: &str, file: &str) -> ScenarioError {
         // A field missing from the document itself: its span is empty at 0, no line to show.
         Some(span) if !(span.is_empty() && span.start == 0 && missing.is_some()) => {
             let l = locate::locate(text, span, missing);
-            ScenarioError::new(
-                file,
+            (
                 l.key,
                 format!("line {}, column {}: {message}", l.line, l.column),
             )
         }
-        _ => ScenarioError::new(file, missing.unwrap_or(""), message),
+        _ => (missing.unwrap_or("").to_string(), message),
     }
 }
 
@@ -628,6 +706,9 @@ pub fn load_text(
     s.load_handover_tables(base).map_err(add_line)?;
     railpath_radio::measured::load_files(&mut s.carriers, base)
         .map_err(|e| radio_error(&file, e))?;
+    // Last, with everything loaded: a run that would exhaust the machine is refused here.
+    let budget = Budget::from_env().map_err(|m| ScenarioError::new(&file, "", m))?;
+    s.check_size(budget)?;
     Ok(s)
 }
 
@@ -666,7 +747,7 @@ impl Scenario {
     }
 }
 
-/// Parse a Mahimahi delivery-opportunity trace: one non-negative integer millisecond timestamp per
+/// Parse a Mahimahi delivery-opportunity trace: one integer millisecond timestamp (at most 10^9) per
 /// line, non-decreasing, each line one opportunity to deliver 1500 bytes; the trace repeats with
 /// period equal to its last timestamp.
 pub fn parse_mahimahi(text: &str, file: &str) -> Result<Vec<u64>, ScenarioError> {
@@ -767,7 +848,50 @@ mod tests {
 
         let e = parse_err("id = \"a\"", "id = \"a\"\nbuffer_packets = -3");
         assert_eq!(e.key, "link[0].buffer_packets");
-        assert!(e.message.contains("expected u32"), "{}", e.message);
+        assert!(
+            e.message.contains(
+                "expected a whole number from 0 to 4294967295, found the whole number -3"
+            ),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn serde_wording_in_the_users_words() {
+        // Each with what serde says and what the user reads (hand-written expectations).
+        let cases = [
+            (
+                "invalid type: string \"9223372036854775808\", expected u64",
+                "expected a whole number from 0 to 9223372036854775807, found the text \"9223372036854775808\"",
+            ),
+            (
+                "invalid value: integer `-1` as i128, expected u64",
+                "expected a whole number from 0 to 9223372036854775807, found the whole number -1",
+            ),
+            (
+                "invalid type: integer `3`, expected struct Link",
+                "expected a table, found the whole number 3",
+            ),
+            (
+                "invalid type: floating point `1.5`, expected u32",
+                "expected a whole number from 0 to 4294967295, found the number 1.5",
+            ),
+            (
+                "invalid type: string \"x\", expected a sequence",
+                "expected an array [...], found the text \"x\"",
+            ),
+            ("unknown field `x`", "unknown field `x`"),
+        ];
+        for (serde, user) in cases {
+            assert_eq!(user_words(serde), user);
+        }
+        let long = format!(
+            "invalid type: string \"{}\", expected f64",
+            "y".repeat(100_000)
+        );
+        let m = user_words(&long);
+        assert!(m.len() < 120 && m.contains("100000 characters"), "{m}");
     }
 
     /// A scratch directory unique to this test process and test.
@@ -842,7 +966,7 @@ mod tests {
         assert_eq!(e.key, "link[0].trace");
         assert!(
             e.message
-                .contains("t.trace line 3: expected a non-negative integer"),
+                .contains("t.trace line 3: expected an integer millisecond timestamp"),
             "{}",
             e.message
         );

@@ -12,10 +12,8 @@ use crate::{FlowKind, Link, Scenario, ScenarioError, TcpConfig, TcpOptions};
 /// Congestion controls a `tcp` flow accepts.
 pub const TCP_CCS: &[&str] = &["newreno", "cubic", "bbr"];
 
-/// Longest run, simulated seconds (about 11.6 days).
-pub const MAX_DURATION_S: f64 = 1e6;
-/// Fastest link, Mbit/s (100 Gbit/s).
-pub const MAX_RATE_MBPS: f64 = 1e5;
+use railpath_core::{excerpt, show_num};
+pub use railpath_core::{MAX_DURATION_S, MAX_RATE_MBPS, MIN_RATE_MBPS};
 /// Longest one-way delay, ms.
 pub const MAX_DELAY_MS: f64 = 10_000.0;
 /// Largest buffer, packets.
@@ -62,8 +60,17 @@ impl Check<'_> {
         };
         Err(self.err(
             key,
-            format!("expected a number {left} and <= {hi}{unit}, found {v}"),
+            format!(
+                "expected a number {left} and <= {}{unit}, found {}",
+                show_num(hi),
+                show_num(v)
+            ),
         ))
+    }
+
+    /// A link rate: [`MIN_RATE_MBPS`] to [`MAX_RATE_MBPS`] Mbit/s.
+    fn rate(&self, key: &str, v: f64) -> Result<(), ScenarioError> {
+        self.range(key, v, MIN_RATE_MBPS, false, MAX_RATE_MBPS, "Mbit/s")
     }
 
     fn probability(&self, key: &str, v: f64) -> Result<(), ScenarioError> {
@@ -72,7 +79,7 @@ impl Check<'_> {
         } else {
             Err(self.err(
                 key,
-                format!("expected a probability >= 0 and < 1, found {v}"),
+                format!("expected a probability >= 0 and < 1, found {}", show_num(v)),
             ))
         }
     }
@@ -90,7 +97,14 @@ impl Check<'_> {
         } else {
             Err(self.err(
                 key,
-                format!("expected an integer from {lo} to {hi} {unit}, found {v}"),
+                format!(
+                    "expected an integer from {lo} to {hi}{}, found {v}",
+                    if unit.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" {unit}")
+                    }
+                ),
             ))
         }
     }
@@ -106,7 +120,10 @@ impl Check<'_> {
         } else {
             Err(self.err(
                 key,
-                format!("expected 1 to {MAX_ID_LEN} letters, digits, '_' or '-', found {id:?}"),
+                format!(
+                    "expected 1 to {MAX_ID_LEN} letters, digits, '_' or '-', found {}",
+                    excerpt(id)
+                ),
             ))
         }
     }
@@ -124,13 +141,15 @@ impl Scenario {
             MAX_DURATION_S,
             "s",
         )?;
+        // A TOML integer is at most 2^63-1, so a seed written in a scenario can be read back.
+        c.int_range("run.seed", self.run.seed, 0, i64::MAX as u64, "")?;
         let max_bin = self.run.duration_s * 1000.0;
         if !(self.run.bin_ms.is_finite() && self.run.bin_ms >= 1.0 && self.run.bin_ms <= max_bin) {
             return Err(c.err(
                 "run.bin_ms",
                 format!(
                     "expected a number >= 1 and <= run.duration_s x 1000 = {max_bin} ms, found {}",
-                    self.run.bin_ms
+                    show_num(self.run.bin_ms)
                 ),
             ));
         }
@@ -261,7 +280,8 @@ impl Scenario {
                                 pk("t_s"),
                                 format!(
                                     "expected a time >= 0 and < run.duration_s = {} s, found {}",
-                                    self.run.duration_s, pc.t_s
+                                    self.run.duration_s,
+                                    show_num(pc.t_s)
                                 ),
                             ));
                         }
@@ -342,7 +362,7 @@ impl Scenario {
                     k("start_s"),
                     format!(
                         "expected a number >= 0 and < run.duration_s = {d} s, found {}",
-                        f.start_s
+                        show_num(f.start_s)
                     ),
                 ));
             }
@@ -400,7 +420,7 @@ fn validate_link(c: &Check, i: usize, l: &Link) -> Result<(), ScenarioError> {
     }
     match (l.rate_mbps, &l.trace) {
         (None, None) if l.carrier.is_some() => {}
-        (Some(r), None) => c.range(&k("rate_mbps"), r, 0.0, true, MAX_RATE_MBPS, "Mbit/s")?,
+        (Some(r), None) => c.rate(&k("rate_mbps"), r)?,
         (None, Some(t)) => {
             if t.trim().is_empty() {
                 return Err(c.err(
@@ -415,7 +435,7 @@ fn validate_link(c: &Check, i: usize, l: &Link) -> Result<(), ScenarioError> {
         (None, None) => {
             return Err(c.err(
                 k("rate_mbps"),
-                format!("required unless trace is given: a rate > 0 and <= {MAX_RATE_MBPS} Mbit/s"),
+                format!("required unless trace is given: a rate >= {MIN_RATE_MBPS} and <= {MAX_RATE_MBPS} Mbit/s"),
             ));
         }
     }
@@ -485,7 +505,7 @@ fn validate_link(c: &Check, i: usize, l: &Link) -> Result<(), ScenarioError> {
                     "a trace-driven link has no rate to schedule",
                 ));
             }
-            c.range(&sk("rate_mbps"), r, 0.0, true, MAX_RATE_MBPS, "Mbit/s")?;
+            c.rate(&sk("rate_mbps"), r)?;
         }
         if let Some(d) = s.delay_ms {
             c.range(&sk("delay_ms"), d, 0.0, false, MAX_DELAY_MS, "ms")?;
@@ -507,14 +527,7 @@ fn validate_link(c: &Check, i: usize, l: &Link) -> Result<(), ScenarioError> {
         ));
     }
     if let Some(r) = l.reverse_rate_mbps {
-        c.range(
-            &k("reverse_rate_mbps"),
-            r,
-            0.0,
-            true,
-            MAX_RATE_MBPS,
-            "Mbit/s",
-        )?;
+        c.rate(&k("reverse_rate_mbps"), r)?;
     }
     if let Some(t) = &l.reverse_trace {
         if t.trim().is_empty() {
@@ -833,7 +846,7 @@ paths = ["a"]
             "rate_mbps = 10",
             "rate_mbps = -1",
             "link[0].rate_mbps",
-            "> 0 and <= 100000 Mbit/s, found -1",
+            ">= 0.001 and <= 100000 Mbit/s, found -1",
         );
         fails(
             "rate_mbps = 10",
@@ -841,6 +854,14 @@ paths = ["a"]
             "link[0].rate_mbps",
             "found 0",
         );
+        // Below 1 kbit/s a rate rounds towards 0 bit/s (issue 17: 1e-9 divided by zero).
+        fails(
+            "rate_mbps = 10",
+            "rate_mbps = 1e-9",
+            "link[0].rate_mbps",
+            ">= 0.001 and <= 100000 Mbit/s, found 0.000000001",
+        );
+        check("rate_mbps = 10", "rate_mbps = 0.001").unwrap();
         check("rate_mbps = 10", "rate_mbps = 100000").unwrap();
         fails(
             "rate_mbps = 20",
@@ -908,7 +929,13 @@ paths = ["a"]
             "delay_ms = 10",
             "reverse_rate_mbps = 0",
             "link[0].reverse_rate_mbps",
-            "> 0",
+            ">= 0.001",
+        );
+        fails(
+            "delay_ms = 10",
+            "reverse_rate_mbps = 1e-7",
+            "link[0].reverse_rate_mbps",
+            ">= 0.001",
         );
         fails(
             "delay_ms = 10",
@@ -944,6 +971,12 @@ paths = ["a"]
             "trace = \"x\"\nschedule = [{ t_s = 1, rate_mbps = 5 }]",
             "link[0].schedule[0].rate_mbps",
             "trace-driven",
+        );
+        fails(
+            "rate_mbps = 10",
+            "rate_mbps = 10\nschedule = [{ t_s = 1, rate_mbps = 1e-7 }]",
+            "link[0].schedule[0].rate_mbps",
+            ">= 0.001",
         );
     }
 

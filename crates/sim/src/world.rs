@@ -12,13 +12,23 @@ use railpath_scenario::{FlowKind, Scenario};
 use std::fmt;
 use std::sync::Arc;
 
-/// An error that stops a run (the scenario was valid but cannot be simulated as given).
+/// An error that stops a run.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SimError(pub String);
+pub enum SimError {
+    /// The scenario's fault, found only when the run is built (no base station within reach of
+    /// the track the train runs, measured data that never give a rate): names file and key, and
+    /// is the user's to fix like a validation error (exit status 2).
+    Input(railpath_scenario::ScenarioError),
+    /// The run cannot go on for a reason that is not the input's (a bug): exit status 1.
+    Internal(String),
+}
 
 impl fmt::Display for SimError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            SimError::Input(e) => write!(f, "{e}"),
+            SimError::Internal(m) => f.write_str(m),
+        }
     }
 }
 impl std::error::Error for SimError {}
@@ -81,7 +91,9 @@ impl World {
         let end = Time::from_secs_f64(s.run.duration_s);
         let bin = Time::from_ms_f64(s.run.bin_ms);
         if bin == Time::ZERO {
-            return Err(SimError("run.bin_ms must be at least 1 ns".into()));
+            return Err(SimError::Internal(
+                "run.bin_ms must be at least 1 ns".into(),
+            ));
         }
         let nbins = end.ns().div_ceil(bin.ns()) as usize;
         let mut net = Net::new();
@@ -90,7 +102,7 @@ impl World {
         let timelines = match (&s.train, s.carriers.is_empty()) {
             (Some(train), false) => {
                 railpath_radio::carrier_timelines(train, &s.carriers, s.run.seed, end)
-                    .map_err(|e| SimError(format!("radio model: {}: {}", e.key, e.message)))?
+                    .map_err(|e| SimError::Input(railpath_scenario::radio_error(&s.source, e)))?
             }
             _ => Vec::new(),
         };
@@ -115,7 +127,7 @@ impl World {
             if let Some(t) = &l.trace_ms {
                 fwd.trace = Some(Trace::new(Arc::from(t.as_slice())));
             } else if l.trace.is_some() {
-                return Err(SimError(format!(
+                return Err(SimError::Internal(format!(
                     "link {:?}: trace {:?} was not loaded",
                     l.id, l.trace
                 )));
@@ -176,7 +188,7 @@ impl World {
             }
             if let Some((_, tl)) = carrier {
                 let tl = tl.ok_or_else(|| {
-                    SimError(format!(
+                    SimError::Internal(format!(
                         "link {:?}: carrier {:?} has no timeline",
                         l.id, l.carrier
                     ))
@@ -193,6 +205,10 @@ impl World {
                         steps.push((st.t, StepAction::ExtraLoss(p)));
                     }
                     match st.outage {
+                        // An outage already open continues (a timeline whose next outage
+                        // starts when the last ends merges the two): starting it again would
+                        // leave one start without an end, and the link down for good.
+                        Some(true) if open.is_some() => {}
                         Some(true) => {
                             open = Some(steps.len());
                             steps.push((st.t, StepAction::OutageStart(end)));
@@ -220,9 +236,10 @@ impl World {
                 && net.dirs[2 * i].rate_bps == 0
                 && net.dirs[2 * i].trace.is_none()
             {
-                return Err(SimError(format!(
-                    "link {:?}: its carrier gives no rate at time 0",
-                    l.id
+                return Err(SimError::Input(railpath_scenario::ScenarioError::new(
+                    &s.source,
+                    format!("link[{i}].carrier"),
+                    format!("carrier {:?} gives no rate at time 0", l.carrier),
                 )));
             }
             if let Some(&(t, _)) = steps.get(first) {
@@ -243,7 +260,10 @@ impl World {
             match f.kind {
                 FlowKind::Tcp => {
                     let li = s.link_index(&f.paths[0]).ok_or_else(|| {
-                        SimError(format!("flow {:?}: unknown link {:?}", f.id, f.paths[0]))
+                        SimError::Internal(format!(
+                            "flow {:?}: unknown link {:?}",
+                            f.id, f.paths[0]
+                        ))
                     })?;
                     let data_route = net.add_route(vec![
                         Hop::Dir(links[li].fwd),
@@ -263,14 +283,14 @@ impl World {
                     ]);
                     let flow =
                         TcpFlow::new(fi as u32, f, &tcp, data_route, ack_route, s.run.seed, nbins)
-                            .map_err(SimError)?;
+                            .map_err(SimError::Internal)?;
                     flows.push(Flow::Tcp(Box::new(flow)));
                 }
                 FlowKind::Mptcp => {
                     let mut paths = Vec::with_capacity(f.paths.len());
                     for (j, p) in f.paths.iter().enumerate() {
                         let li = s.link_index(p).ok_or_else(|| {
-                            SimError(format!("flow {:?}: unknown link {:?}", f.id, p))
+                            SimError::Internal(format!("flow {:?}: unknown link {:?}", f.id, p))
                         })?;
                         let data_route = net.add_route(vec![
                             Hop::Dir(links[li].fwd),
@@ -298,7 +318,8 @@ impl World {
                         };
                         paths.push((name, data_route, ack_route));
                     }
-                    let plan = crate::mechanisms::pha::plan(s, f, end).map_err(SimError)?;
+                    let plan =
+                        crate::mechanisms::pha::plan(s, f, end).map_err(SimError::Internal)?;
                     let flow = MptcpFlow::new(MptcpSetup {
                         idx: fi as u32,
                         flow: f,
@@ -308,7 +329,7 @@ impl World {
                         nbins,
                         plan,
                     })
-                    .map_err(SimError)?;
+                    .map_err(SimError::Internal)?;
                     let controls = flow.prio_script.iter().map(|pc| pc.t);
                     for (k, t) in controls.chain(flow.wakes.iter().copied()).enumerate() {
                         net.sched.at(

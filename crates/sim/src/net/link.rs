@@ -316,7 +316,8 @@ impl LinkDir {
     }
 
     /// Pop the next packet whose arrival is due at `now`. `Err(t)` means the caller must arm the
-    /// arrival event at `t` (recorded as armed); `Ok(None)` means the pipe is empty.
+    /// arrival event at `t` (recorded as armed); `Ok(None)` means nothing is due: the pipe is
+    /// empty, or its head is held by a `hold` outage whose end re-arms the event.
     pub fn pop_arrival(&mut self, now: Time) -> Result<Option<Packet>, Time> {
         Ok(if self.arrival_due(now)? {
             self.take_arrival()
@@ -328,7 +329,8 @@ impl LinkDir {
     /// Whether the pipe's head packet arrives at `now` (then take it with
     /// [`LinkDir::take_arrival`]): packets due during a `drop` outage are dropped first. `Err(t)`
     /// means the caller must arm the arrival event at `t` (recorded as armed); `Ok(false)` means
-    /// the pipe is empty. Split from the taking so that the packet is moved out of the pipe once,
+    /// nothing is due: the pipe is empty, or its head is held by a `hold` outage that ends now
+    /// (its end re-arms the event). Split from the taking so that the packet is moved out of the pipe once,
     /// straight to where it goes next (packets are copied at every move).
     #[inline]
     pub fn arrival_due(&mut self, now: Time) -> Result<bool, Time> {
@@ -344,9 +346,15 @@ impl LinkDir {
             if self.down > 0 {
                 match self.outage_mode {
                     OutageMode::Hold => {
-                        let t = self.down_until.max(now);
-                        self.arrival_armed = Some(t);
-                        return Err(t);
+                        // Held until the outage ends. When its end is due now (or was missed),
+                        // arming at `now` would fire this same event again and again at one
+                        // instant: leave the event unarmed, `outage_end` re-arms it.
+                        if self.down_until <= now {
+                            self.arrival_armed = None;
+                            return Ok(false);
+                        }
+                        self.arrival_armed = Some(self.down_until);
+                        return Err(self.down_until);
                     }
                     OutageMode::Drop => {
                         self.packets.pop_front();
@@ -516,6 +524,31 @@ mod tests {
         assert_eq!(
             arm, None,
             "the held arrival is already armed at the outage end"
+        );
+        assert!(d.take_arrival_event(Time::from_ms(50)));
+        assert!(d.pop_arrival(Time::from_ms(50)).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_held_arrival_at_the_outage_end_waits_for_the_end_not_the_same_instant() {
+        // The head packet is due at 11.2 ms inside an outage that ends at 50 ms. If the arrival
+        // event fires at 50 ms before the outage's end is processed (or that end never comes),
+        // it must not be re-armed at 50 ms again (which would loop at one instant): it stays
+        // unarmed, and the outage end arms it.
+        let mut d = dir(Limit::Packets(10));
+        d.enqueue(pkt(1500), Time::ZERO);
+        d.service(Time::from_us(1200));
+        d.outage_start(Time::from_us(1200), Time::from_ms(50));
+        assert!(d.take_arrival_event(Time::from_us(11_200)));
+        assert_eq!(d.pop_arrival(Time::from_us(11_200)), Err(Time::from_ms(50)));
+        assert!(d.take_arrival_event(Time::from_ms(50)));
+        assert_eq!(d.pop_arrival(Time::from_ms(50)), Ok(None));
+        assert_eq!(d.arrival_armed, None);
+        let (_, arm) = d.outage_end(Time::from_ms(50));
+        assert_eq!(
+            arm,
+            Some(Time::from_ms(50)),
+            "the end arms the held arrival"
         );
         assert!(d.take_arrival_event(Time::from_ms(50)));
         assert!(d.pop_arrival(Time::from_ms(50)).unwrap().is_some());
