@@ -3,7 +3,7 @@ CARGO ?= cargo
 OUT ?= out
 TARGET_DIR ?= $(or $(CARGO_TARGET_DIR),target)
 
-.PHONY: setup run test build lint bench
+.PHONY: setup run test build lint bench fuzz
 
 setup:
 	@./scripts/setup.sh
@@ -25,3 +25,8 @@ test: setup lint
 # Simulator benchmarks: one JSON line per case (numbers in docs/performance.md).
 bench: build
 	$(TARGET_DIR)/release/railpath bench
+
+# Every fuzz target for FUZZ_SECONDS each (default 30; see scripts/fuzz.sh). CI runs it after
+# `make test`.
+fuzz: setup
+	CARGO="$(CARGO)" ./scripts/fuzz.sh

@@ -132,7 +132,12 @@ pub fn write_outputs(out: &Path, results: &railpath_sim::RunResults) -> Result<(
     let p = out.join("summary.json");
     std::fs::write(&p, json).map_err(|e| io("write", &p, e))?;
     let p = out.join("timeseries.csv");
-    std::fs::write(&p, results.timeseries_csv()).map_err(|e| io("write", &p, e))?;
+    let file = std::fs::File::create(&p).map_err(|e| io("write", &p, e))?;
+    let mut w = std::io::BufWriter::new(file);
+    results
+        .write_timeseries_csv(&mut w)
+        .and_then(|()| std::io::Write::flush(&mut w))
+        .map_err(|e| io("write", &p, e))?;
     Ok(())
 }
 

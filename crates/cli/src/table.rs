@@ -9,7 +9,6 @@
 use crate::CliError;
 use railpath_core::Time;
 use railpath_radio::{HandoverRecord, HandoverTable, Predictor};
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
@@ -201,35 +200,8 @@ pub fn read_run(path: &Path) -> Result<(String, Vec<HandoverRecord>), CliError> 
     let name = file.display().to_string();
     let text = std::fs::read_to_string(&file)
         .map_err(|e| CliError::Input(format!("{name}: cannot read run summary: {e}")))?;
-    let v: Value = serde_json::from_str(&text)
-        .map_err(|e| CliError::Input(format!("{name}: not valid JSON: {e}")))?;
-    let hs = v.get("handovers").ok_or_else(|| {
-        CliError::Input(format!(
-            "{name}: handovers: missing (expected the array of handovers that railpath run writes)"
-        ))
-    })?;
-    let arr = match hs {
-        Value::Array(a) => a,
-        Value::Null => {
-            return Err(CliError::Input(format!(
-                "{name}: handovers: expected an array, found null"
-            )))
-        }
-        _ => {
-            return Err(CliError::Input(format!(
-                "{name}: handovers: expected an array of handover objects"
-            )))
-        }
-    };
-    let mut out = Vec::with_capacity(arr.len());
-    for (i, h) in arr.iter().enumerate() {
-        let r: HandoverRecord = serde_json::from_value(h.clone()).map_err(|e| {
-            CliError::Input(format!(
-                "{name}: handovers[{i}]: {e} (expected t_s, position_m, carrier, from_cell, to_cell, interruption_ms)"
-            ))
-        })?;
-        out.push(r);
-    }
+    let out =
+        railpath_radio::table::handovers_from_summary(&text, &name).map_err(CliError::Input)?;
     Ok((path.display().to_string(), out))
 }
 

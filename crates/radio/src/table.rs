@@ -654,6 +654,42 @@ fn predict_zones(
     }
 }
 
+/// The handovers of one run from the text of its `summary.json` (what `railpath table learn`
+/// reads); `name` names the file in errors, which say which field is wrong and what was expected.
+pub fn handovers_from_summary(text: &str, name: &str) -> Result<Vec<HandoverRecord>, String> {
+    let v: Value = serde_json::from_str(text).map_err(|e| {
+        format!(
+            "{name}: not valid JSON: {}",
+            railpath_core::user_words(&e.to_string())
+        )
+    })?;
+    let hs = v.get("handovers").ok_or_else(|| {
+        format!(
+            "{name}: handovers: missing (expected the array of handovers that railpath run writes)"
+        )
+    })?;
+    let arr = match hs {
+        Value::Array(a) => a,
+        Value::Null => return Err(format!("{name}: handovers: expected an array, found null")),
+        _ => {
+            return Err(format!(
+                "{name}: handovers: expected an array of handover objects"
+            ))
+        }
+    };
+    let mut out = Vec::with_capacity(arr.len());
+    for (i, h) in arr.iter().enumerate() {
+        let r: HandoverRecord = serde_json::from_value(h.clone()).map_err(|e| {
+            format!(
+                "{name}: handovers[{i}]: {} (expected t_s, position_m, carrier, from_cell, to_cell, interruption_ms)",
+                railpath_core::user_words(&e.to_string())
+            )
+        })?;
+        out.push(r);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -581,57 +581,7 @@ pub fn from_table(table: toml::Table, file: &str) -> Result<Scenario, ScenarioEr
     Ok(s)
 }
 
-/// serde's wording in the user's words: Rust type names (`u64`, `f64`, `struct Link`) become
-/// what a scenario file can write ("a whole number >= 0", "a number", "a table"), a bad value is
-/// quoted as a short excerpt, and "expected X, found Y" reads in that order.
-pub fn user_words(message: &str) -> String {
-    let message = message.trim().replace(" as i128", "");
-    let body = message
-        .strip_prefix("invalid type: ")
-        .or_else(|| message.strip_prefix("invalid value: "));
-    let Some(body) = body else {
-        return message;
-    };
-    let Some((found, expected)) = body.rsplit_once(", expected ") else {
-        return message;
-    };
-    let expected = match expected {
-        "u8" | "u16" | "u32" | "u64" | "usize" => {
-            let max = match expected {
-                "u8" => u64::from(u8::MAX),
-                "u16" => u64::from(u16::MAX),
-                "u32" => u64::from(u32::MAX),
-                _ => i64::MAX as u64,
-            };
-            format!("a whole number from 0 to {max}")
-        }
-        "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number".to_string(),
-        "f32" | "f64" => "a number".to_string(),
-        "a sequence" => "an array [...]".to_string(),
-        "a boolean" => "true or false".to_string(),
-        "a map" => "a table".to_string(),
-        e if e.starts_with("struct ") => "a table".to_string(),
-        e if e.starts_with("enum ") => "one of the names this key takes".to_string(),
-        e => e.to_string(),
-    };
-    let found = if let Some(v) = found.strip_prefix("string ") {
-        let v = v.trim_matches('"');
-        format!("the text {}", railpath_core::excerpt(v))
-    } else if let Some(v) = found.strip_prefix("floating point ") {
-        format!("the number {}", v.trim_matches('`'))
-    } else if let Some(v) = found.strip_prefix("integer ") {
-        format!("the whole number {}", v.trim_matches('`'))
-    } else if let Some(v) = found.strip_prefix("boolean ") {
-        v.trim_matches('`').to_string()
-    } else if found == "sequence" {
-        "an array".to_string()
-    } else if found == "map" {
-        "a table".to_string()
-    } else {
-        found.to_string()
-    };
-    format!("expected {expected}, found {found}")
-}
+pub use railpath_core::user_words;
 
 /// A toml error as a [`ScenarioError`]: key path from the span, message prefixed with the line.
 fn located(e: &toml::de::Error, text: &str, file: &str) -> ScenarioError {

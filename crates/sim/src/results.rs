@@ -154,23 +154,31 @@ impl RunResults {
     /// The long-format CSV of `results.md`: `t_s,flow,subflow,metric,value`, one row per bin
     /// and series, `t_s` = end of the bin.
     pub fn timeseries_csv(&self) -> String {
-        use std::fmt::Write;
-        let mut out = String::from("t_s,flow,subflow,metric,value\n");
+        let mut out = Vec::new();
+        self.write_timeseries_csv(&mut out)
+            .expect("writing to memory cannot fail");
+        String::from_utf8(out).expect("the CSV is ASCII")
+    }
+
+    /// [`RunResults::timeseries_csv`] written to `w` row by row: a long run's CSV (tens of
+    /// bytes per bin and series) is never held in memory whole.
+    pub fn write_timeseries_csv(&self, w: &mut impl std::io::Write) -> std::io::Result<()> {
+        w.write_all(b"t_s,flow,subflow,metric,value\n")?;
         for s in &self.series {
             for (k, v) in s.values.iter().enumerate() {
                 let t = (k + 1) as f64 * self.bin_s;
-                let _ = writeln!(
-                    out,
+                writeln!(
+                    w,
                     "{},{},{},{},{}",
                     round9(t),
                     s.flow,
                     s.subflow,
                     s.metric,
                     v
-                );
+                )?;
             }
         }
-        out
+        Ok(())
     }
 }
 

@@ -70,6 +70,11 @@ impl Track {
         let f = path.display();
         let text =
             std::fs::read_to_string(path).map_err(|e| format!("{f}: cannot read track: {e}"))?;
+        Track::parse(&text, &f.to_string())
+    }
+
+    /// Parses track text (see the module doc); `f` names the file in errors.
+    pub fn parse(text: &str, f: &str) -> Result<Track, String> {
         let mut pts = Vec::new();
         for (n, line) in text.lines().enumerate() {
             let l = line.trim();
@@ -78,12 +83,17 @@ impl Track {
             }
             let mut it = l.split(',').map(str::trim);
             let (Some(a), Some(b), None) = (it.next(), it.next(), it.next()) else {
-                return Err(format!("{f}:{}: expected `lat,lon`, got {l:?}", n + 1));
+                return Err(format!(
+                    "{f}:{}: expected `lat,lon`, got {}",
+                    n + 1,
+                    railpath_core::excerpt(l)
+                ));
             };
             let (Ok(lat), Ok(lon)) = (a.parse::<f64>(), b.parse::<f64>()) else {
                 return Err(format!(
-                    "{f}:{}: expected two decimal numbers `lat,lon`, got {l:?}",
-                    n + 1
+                    "{f}:{}: expected two decimal numbers `lat,lon`, got {}",
+                    n + 1,
+                    railpath_core::excerpt(l)
                 ));
             };
             pts.push((lat, lon));
