@@ -58,7 +58,7 @@ fn main() {
         // ADD A SUBCOMMAND: (3) and its match arm here.
     };
     if let Err(e) = result {
-        eprintln!("error: {e}");
+        eprintln!("error: {}", railpath_core::shorten(&e.to_string()));
         std::process::exit(e.exit_code());
     }
 }

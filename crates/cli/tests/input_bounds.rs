@@ -205,4 +205,15 @@ fn a_long_bad_value_is_quoted_as_a_short_excerpt() {
     assert_eq!(code, 2, "{}", &err[..err.len().min(300)]);
     assert!(err.len() < 400, "{} bytes", err.len());
     assert!(err.contains("(100000 characters)"), "{err}");
+    // Whatever message a value lands in (here an unknown congestion control, an unknown
+    // scheduler, a number of 400 digits), it is quoted short.
+    for set in [
+        format!("flow.f.cc={}", "c".repeat(100_000)),
+        format!("flow.f.scheduler={}", "s".repeat(100_000)),
+        format!("run.duration_s={}", "9".repeat(400)),
+    ] {
+        let (code, err) = run_with(&[&set], &[]);
+        assert_eq!(code, 2, "{}", &err[..err.len().min(300)]);
+        assert!(err.len() < 500, "{} bytes: {}", err.len(), &err[..300]);
+    }
 }

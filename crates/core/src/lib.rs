@@ -105,6 +105,54 @@ pub fn user_words(message: &str) -> String {
     format!("expected {expected}, found {found}")
 }
 
+/// An error message with every long quoted text (`"..."` of more than 40 characters) and every
+/// long unquoted number (more than 60 digits; paths and words are left whole) cut to its first
+/// 40 characters and its length: the rule that keeps a bad value of a megabyte out of a message,
+/// applied where messages are made, whatever formatted them.
+pub fn shorten(message: &str) -> String {
+    const KEEP: usize = 40;
+    let chars: Vec<char> = message.chars().collect();
+    let mut out = String::with_capacity(message.len().min(4096));
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] == '"' {
+            // A quoted text as `{:?}` writes it: up to the next quote not escaped.
+            let mut j = i + 1;
+            while j < chars.len() && chars[j] != '"' {
+                j += if chars[j] == '\\' { 2 } else { 1 };
+            }
+            let inner = &chars[i + 1..j.min(chars.len())];
+            if inner.len() > KEEP {
+                out.push('"');
+                out.extend(&inner[..KEEP]);
+                out.push_str(&format!("\"... ({} characters)", inner.len()));
+            } else {
+                out.extend(&chars[i..(j + 1).min(chars.len())]);
+            }
+            i = j + 1;
+        } else if chars[i].is_whitespace() {
+            out.push(chars[i]);
+            i += 1;
+        } else {
+            let mut j = i;
+            while j < chars.len() && !chars[j].is_whitespace() && chars[j] != '"' {
+                j += 1;
+            }
+            let number = chars[i..j]
+                .iter()
+                .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-' | ','));
+            if number && j - i > 60 {
+                out.extend(&chars[i..i + KEEP]);
+                out.push_str(&format!("... ({} characters)", j - i));
+            } else {
+                out.extend(&chars[i..j]);
+            }
+            i = j;
+        }
+    }
+    out
+}
+
 /// One part of what a run will allocate and compute, estimated from its keys before it starts
 /// (see `railpath_scenario::Scenario::size_estimate`).
 #[derive(Debug, Clone, PartialEq)]
@@ -132,6 +180,25 @@ mod tests {
         assert_eq!(show_num(1e-300), "1e-300");
         assert_eq!(show_num(f64::NAN), "NaN");
         assert_eq!(excerpt("abc"), "\"abc\"");
+        assert_eq!(shorten("found \"abc\" and 12"), "found \"abc\" and 12");
+        let m = shorten(&format!("found {:?}, expected", "y".repeat(5000)));
+        assert_eq!(
+            m,
+            format!(
+                "found \"{}\"... (5000 characters), expected",
+                "y".repeat(40)
+            )
+        );
+        let m = shorten(&format!("got {} here", "7".repeat(300)));
+        assert_eq!(
+            m,
+            format!("got {}... (300 characters) here", "7".repeat(40))
+        );
+        // A long path is not a value: it stays whole.
+        let path = format!("/tmp/{}/scenario.toml:", "d".repeat(80));
+        assert_eq!(shorten(&path), path);
+        // An escaped quote inside a quoted text does not end it.
+        assert_eq!(shorten(r#"a "b\"c" d"#), r#"a "b\"c" d"#);
         let long = "x".repeat(1_000_000);
         let e = excerpt(&long);
         assert!(e.len() < 80, "{e}");

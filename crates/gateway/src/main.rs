@@ -51,7 +51,10 @@ fn main() -> ExitCode {
             let cfg = match Config::load(&config) {
                 Ok(c) => c,
                 Err(e) => {
-                    eprintln!("railpath-gateway: {e}");
+                    eprintln!(
+                        "railpath-gateway: {}",
+                        railpath_core::shorten(&e.to_string())
+                    );
                     return ExitCode::from(2);
                 }
             };
@@ -75,19 +78,28 @@ fn check(path: &std::path::Path) -> ExitCode {
     let cfg = match Config::load(path) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("railpath-gateway: {e}");
+            eprintln!(
+                "railpath-gateway: {}",
+                railpath_core::shorten(&e.to_string())
+            );
             return ExitCode::from(2);
         }
     };
     let mut ok = true;
     if let Some(ph) = &cfg.phad {
         if let Err(e) = PositionSource::open(&ph.position) {
-            eprintln!("railpath-gateway: phad.position: {e}");
+            eprintln!(
+                "railpath-gateway: phad.position: {}",
+                railpath_core::shorten(&e.to_string())
+            );
             ok = false;
         }
         match load_table(ph, &cfg.carriers) {
             Err(e) => {
-                eprintln!("railpath-gateway: phad.table: {e}");
+                eprintln!(
+                    "railpath-gateway: phad.table: {}",
+                    railpath_core::shorten(&e.to_string())
+                );
                 ok = false;
             }
             Ok(t) => {

@@ -117,7 +117,7 @@ impl RadioError {
         RadioError {
             file: String::new(),
             key: key.into(),
-            message: message.into(),
+            message: railpath_core::shorten(&message.into()),
         }
     }
 
@@ -126,7 +126,7 @@ impl RadioError {
         RadioError {
             file: file.to_string(),
             key: key.into(),
-            message: message.into(),
+            message: railpath_core::shorten(&message.into()),
         }
     }
 }

@@ -84,7 +84,7 @@ impl TableError {
         TableError {
             file: file.to_string(),
             field: field.into(),
-            message: message.into(),
+            message: railpath_core::shorten(&message.into()),
         }
     }
 }

@@ -30,7 +30,7 @@ impl ScenarioError {
         ScenarioError {
             file: file.to_string(),
             key: key.into(),
-            message: message.into(),
+            message: railpath_core::shorten(&message.into()),
         }
     }
 }
@@ -640,7 +640,13 @@ pub fn load_text(
     if !overrides.is_empty() {
         let mut table: toml::Table = text.parse().map_err(|e| located(&e, &text, &file))?;
         for o in overrides {
-            let key = format!("--set {o}");
+            // The override names the key; a long one by its start and length.
+            let shown: String = o.chars().take(60).collect();
+            let key = if shown.len() < o.len() {
+                format!("--set {shown}... ({} characters)", o.chars().count())
+            } else {
+                format!("--set {o}")
+            };
             apply_override(&mut table, o).map_err(|m| ScenarioError::new(&file, &key, m))?;
             s = from_table(table.clone(), &file)
                 .map_err(|e| ScenarioError::new(&file, &key, e.message))?;
