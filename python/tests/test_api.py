@@ -84,8 +84,18 @@ def test_load_accepts_a_dict_and_text_and_validates_like_the_cli():
     with pytest.raises(railpath.ScenarioError) as e:
         railpath.load(bad)
     assert e.value.key == "link[0].rate_mbps"
-    assert "link[0].rate_mbps" in str(e.value) and "> 0" in str(e.value)
+    assert "link[0].rate_mbps" in str(e.value) and ">= 0.001" in str(e.value)
     assert isinstance(e.value, ValueError)
+
+
+def test_a_fault_found_while_building_the_run_is_a_scenario_error(root):
+    # No base station within reach of the track: found only when the run is built (the CLI's
+    # exit status 2), raised as ScenarioError naming the key, not as a RuntimeError.
+    sc = railpath.load(str(root / "scenarios" / "pha-radio-tcp.toml"))
+    with pytest.raises(railpath.ScenarioError) as e:
+        railpath.run(sc, **{"carrier.A.first_enb_m": 1e6})
+    assert e.value.key == "carrier[0].first_enb_m"
+    assert "no base station" in str(e.value)
 
 
 def test_bad_override_raises_with_the_key(root):

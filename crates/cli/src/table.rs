@@ -353,6 +353,33 @@ mod tests {
             matches!(&e, CliError::Input(m) if m.starts_with("--gps-error-m")),
             "{e}"
         );
+        // Issue 17: a GPS error of 1e308 m was accepted, and a position of 1e308 m overflowed
+        // into an error naming the output file: both are the input's, named as such.
+        let e = learn(LearnArgs {
+            runs: vec![d.clone()],
+            out: d.join("t.json"),
+            merge: None,
+            gps_error_m: 1e308,
+        })
+        .unwrap_err();
+        assert!(
+            matches!(&e, CliError::Input(m) if m.starts_with("--gps-error-m") && m.contains("from 0 to 1000, found 1e308")),
+            "{e}"
+        );
+        std::fs::write(&f, summary(&H.replace("1025.0", "1e308"))).unwrap();
+        let e = learn(LearnArgs {
+            runs: vec![d.clone()],
+            out: d.join("t.json"),
+            merge: None,
+            gps_error_m: 20.0,
+        })
+        .unwrap_err();
+        assert!(
+            matches!(&e, CliError::Input(m) if m.contains(&d.display().to_string()) && m.contains("handovers[0].position_m") && !m.contains("t.json")),
+            "{e}"
+        );
+        assert!(!d.join("t.json").exists());
+        std::fs::write(&f, summary(H)).unwrap();
         std::fs::write(d.join("old.json"), r#"{"format": "x"}"#).unwrap();
         let e = learn(LearnArgs {
             runs: vec![d.clone()],

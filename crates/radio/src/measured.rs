@@ -626,6 +626,11 @@ mod tests {
         assert!(tl.handovers.is_empty());
         let e = parse_mahimahi("5\n3\n", "t").unwrap_err();
         assert_eq!(e.key, "line 2");
+        // Issue 17: a period of 2^64-1 ms was accepted; timestamps stop at the longest run.
+        let e = parse_mahimahi("5\n18446744073709551615\n", "t").unwrap_err();
+        assert_eq!(e.key, "line 2");
+        assert!(e.message.contains("from 0 to 1000000000"), "{}", e.message);
+        assert!(parse_mahimahi("5\n1000000000\n", "t").is_ok());
         // Data handed in through the API is checked too (an empty trace would never end).
         c.measured = Some(MeasuredData::Mahimahi {
             file: "t".into(),
