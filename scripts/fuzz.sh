@@ -47,7 +47,9 @@ seed track
 run_one() {
   local t=$1
   mkdir -p "$out/artifacts/$t"
-  (cd fuzz && "$CARGO" fuzz run --sanitizer none "$t" "$out/corpus/$t" -- \
+  local dict=()
+  case $t in scenario|overrides) dict=(-dict=scenario.dict) ;; esac
+  (cd fuzz && "$CARGO" fuzz run --sanitizer none "$t" "$out/corpus/$t" -- "${dict[@]}" \
       -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
       -max_len=65536 -print_final_stats=1 -artifact_prefix="$out/artifacts/$t/") \
     > "$out/$t.log" 2>&1
