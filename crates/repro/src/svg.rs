@@ -142,11 +142,12 @@ pub fn lines(
     series: &[(String, Vec<(f64, f64)>)],
 ) -> String {
     let pts = series.iter().flat_map(|(_, p)| p.iter());
-    let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64, 0.0f64);
     for &(x, y) in pts {
         if x.is_finite() && y.is_finite() {
             x0 = x0.min(x);
             x1 = x1.max(x);
+            y0 = y0.min(y);
             y1 = y1.max(y);
         }
     }
@@ -156,7 +157,8 @@ pub fn lines(
     let f = Frame {
         x0,
         x1,
-        y0: 0.0,
+        // From 0, or below it when a series goes negative (a change in percent).
+        y0: y0 * 1.08,
         y1: if y1 > 0.0 { y1 * 1.08 } else { 1.0 },
     };
     let mut out = String::new();
