@@ -1056,12 +1056,21 @@ fn discussion(s: &Summary) -> String {
             if unchanged.is_empty() {
                 String::new()
             } else {
+                // The two smallest buffers bracket the paper's operating point (SWEEP_RBUF).
+                let (lo, hi) = (SWEEP_RBUF[0].to_string(), SWEEP_RBUF[1].to_string());
+                let split = unchanged.contains(&lo) != unchanged.contains(&hi);
                 format!(
                     "With buffers of {} packets the runs with and without PHA are identical: there the plain scheduler \
-                     sends nothing on a carrier in the half second before its handover (it prefers the other subflow), \
-                     so PHA has nothing to remove; which loads those are depends on small differences in the subflows' \
-                     windows and RTTs (8 and 9 packets, both about the paper's 2.4 Mbit/s, fall on either side). ",
-                    unchanged.join(" and ")
+                     never chose a carrier's subflow while the train was in that carrier's zone, so PHA had nothing to \
+                     remove; which loads those are depends on small differences in the subflows' windows and RTTs{}. ",
+                    unchanged.join(" and "),
+                    if split {
+                        format!(
+                            " ({lo} and {hi} packets, both about the paper's 2.4 Mbit/s, fall on either side)"
+                        )
+                    } else {
+                        String::new()
+                    }
                 )
             },
         ));
