@@ -205,7 +205,7 @@ fn run_all(
 /// scheduler. The paper's flows carried 2.4 Mbit/s on 25 Mbit/s carriers, far below capacity;
 /// railpath's main experiment is a bulk download that fills both carriers. A receive buffer
 /// limits the connection without touching the radio: 2.4 Mbit/s over the scenario's ~40.5 ms
-/// base RTT is 12.2 kB, 8.4 packets, so 8 and 9 bracket the paper's operating point; 17-50 load
+/// base RTT is 12.1 kB, 8.4 packets, so 8 and 9 bracket the paper's operating point; 17-50 load
 /// the connection more, and the main experiment's bulk download is the last point.
 pub const SWEEP_RBUF: [u32; 6] = [8, 9, 17, 25, 35, 50];
 
@@ -1243,9 +1243,18 @@ mod tests {
 
     #[test]
     fn the_sweep_brackets_the_papers_operating_point() {
-        // 2.4 Mbit/s x 40.5 ms = 12 150 B = 8.39 packets of 1448 B: 8 and 9 bracket it.
-        let pkts: f64 = 2.4e6 / 8.0 * 0.0405 / 1448.0;
-        assert!((pkts - 8.39).abs() < 0.01);
+        // The scenario's base RTT: both ways' delay and one full packet serialised at the
+        // carrier's rate, 2 x 20 ms + (1448 + 52) B x 8 / 25 Mbit/s = 40.48 ms. The paper's
+        // 2.4 Mbit/s over it is 12 144 B = 8.39 packets of 1448 B: 8 and 9 bracket it.
+        let s = load(MPTCP, "scenarios/pha/mptcp.toml", &[]).unwrap();
+        let tcp = s.tcp.resolved();
+        let link = &s.links[0];
+        let rate = s.carriers[0].rate_mbps.unwrap() * 1e6;
+        let wire = f64::from(tcp.mss_bytes + tcp.header_bytes) * 8.0;
+        let rtt = 2.0 * link.delay_ms / 1e3 + wire / rate;
+        assert!((rtt - 0.04048).abs() < 1e-5, "{rtt}");
+        let pkts = 2.4e6 / 8.0 * rtt / f64::from(tcp.mss_bytes);
+        assert!((pkts - 8.39).abs() < 0.01, "{pkts}");
         assert!(SWEEP_RBUF.contains(&(pkts.floor() as u32)));
         assert!(SWEEP_RBUF.contains(&(pkts.ceil() as u32)));
         assert!(SWEEP_RBUF.windows(2).all(|w| w[0] < w[1]));
