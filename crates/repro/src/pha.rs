@@ -498,7 +498,13 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
             + " Mbit/s",
     });
 
-    // PHA and the load: the sweep's buffers, then the main experiment's bulk download.
+    // PHA and the load: the sweep's buffers, then the main experiment's bulk download. A load
+    // is light below the smallest carrier's peak rate: the other carrier has room for it all.
+    let carrier_mbps = base
+        .carriers
+        .iter()
+        .filter_map(|c| c.rate_mbps)
+        .fold(f64::INFINITY, f64::min);
     let mut load_rows = String::new();
     let mut load_series: Vec<(String, Vec<(f64, f64)>)> = SCHEDULERS
         .iter()
@@ -528,7 +534,7 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
                 "%",
             );
             load_series[si].1.push((mean(&load), n.railpath));
-            if !bulk && mean(&load) < 25.0 && n.ci95[0] > 0.0 {
+            if !bulk && mean(&load) < carrier_mbps && n.ci95[0] > 0.0 {
                 light_gain[si].push(format!(
                     "{label} packets: {:+.2}% [{:+.2}, {:+.2}]",
                     n.railpath, n.ci95[0], n.ci95[1]
