@@ -235,7 +235,7 @@ def _flow_records(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     """`Result.flows` as plain rows. A sweep's workers build these rather than DataFrames:
     pandas holds the GIL for about a millisecond a frame, a sixth of a short run, and that
     serial part kept two threads from doubling a sweep's speed (issue 15)."""
-    skip = {"subflows", "receive_buffer", "send_buffer", "reorder_delay_ms"}
+    skip = {"subflows", "receive_buffer", "send_buffer", "reorder_delay_ms", "handoffs"}
     rows = []
     for f in summary["flows"]:
         row = {("flow" if k == "id" else k): v for k, v in f.items() if k not in skip}

@@ -307,6 +307,7 @@ mod tests {
             send_buffer: None,
             reorder_delay_ms: None,
             pha: None,
+            handoffs: None,
         };
         let s = Summary {
             format: railpath_sim::results::SUMMARY_FORMAT.into(),

@@ -139,6 +139,13 @@ fn check_supported(s: &Scenario) -> Result<(), ScenarioError> {
     let mut mptcp_paths: Option<(&str, Vec<&String>)> = None;
     let mut mptcp_host: Option<(&str, HostWide)> = None;
     for f in &s.flows {
+        if !f.handoffs.is_empty() {
+            return Err(ScenarioError::new(
+                &s.source,
+                format!("flow \"{}\".handoffs", f.id),
+                "vertical handoffs (and TCP-FS) run in the simulator only: the testbed's clients have one interface each",
+            ));
+        }
         if f.kind == FlowKind::Tcp && f.paths.len() != 1 {
             return Err(ScenarioError::new(
                 &s.source,
@@ -956,6 +963,7 @@ fn assemble(
             send_buffer: None,
             reorder_delay_ms: None,
             pha: None,
+            handoffs: None,
         });
         series.push(Series {
             flow: f.id.clone(),

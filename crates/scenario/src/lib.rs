@@ -251,13 +251,95 @@ pub struct Flow {
     /// pha-d: MP_PRIO(B=0) this long before the zone's predicted end (default: as the lead).
     #[serde(default)]
     pub phad_back_ms: Option<f64>,
+    /// tcp: vertical handoffs, in time order: the flow's path moves from its current link to
+    /// `to` (one of `paths`; the flow starts on `paths[0]`). See [`Handoff`].
+    #[serde(default)]
+    pub handoffs: Vec<Handoff>,
+    /// tcp-fs: the receiver's constants (see [`TcpFsOptions`]).
+    #[serde(default)]
+    pub tcp_fs: Option<TcpFsOptions>,
     /// The handover table read from `handover_table` when the scenario was loaded.
     #[serde(skip)]
     pub handover_table_data: Option<railpath_radio::table::HandoverTable>,
 }
 
 /// Mechanisms a flow may switch on, with the flow kind each needs.
-pub const MECHANISMS: &[(&str, FlowKind)] = &[("pha", FlowKind::Mptcp), ("pha-d", FlowKind::Mptcp)];
+pub const MECHANISMS: &[(&str, FlowKind)] = &[
+    ("pha", FlowKind::Mptcp),
+    ("pha-d", FlowKind::Mptcp),
+    ("tcp-fs", FlowKind::Tcp),
+];
+
+/// How a vertical handoff changes links.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum HandoffMode {
+    /// Make-before-break: the new link carries from `t_s`; the old one keeps delivering what it
+    /// holds for `overlap_ms`, then is released (what it still holds is lost).
+    #[default]
+    Soft,
+    /// Break-before-make: the old link is released at `t_s` (what it holds is lost) and the new
+    /// one carries from `t_s + gap_ms`.
+    Hard,
+}
+
+/// A vertical handoff of a tcp flow (TCP-FS paper, seeds.md section 3).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Handoff {
+    pub t_s: f64,
+    /// The link the flow moves to.
+    pub to: String,
+    #[serde(default)]
+    pub mode: HandoffMode,
+    /// soft: how long both links carry (default 0).
+    pub overlap_ms: Option<f64>,
+    /// hard: how long neither carries (default 0).
+    pub gap_ms: Option<f64>,
+}
+
+impl Handoff {
+    /// Start and completion, seconds: soft `[t, t + overlap]`, hard `[t, t + gap]`.
+    pub fn span_s(&self) -> (f64, f64) {
+        let d = match self.mode {
+            HandoffMode::Soft => self.overlap_ms.unwrap_or(0.0),
+            HandoffMode::Hard => self.gap_ms.unwrap_or(0.0),
+        };
+        (self.t_s, self.t_s + d / 1e3)
+    }
+}
+
+/// TCP-FS receiver constants (`mechanisms = ["tcp-fs"]`). The receiver estimates the sender's
+/// RTO as `srtt + k rttvar` with `srtt <- (1-alpha) srtt + alpha rtt` and `rttvar <- (1-beta)
+/// rttvar + beta |srtt - rtt|` (the paper's equations), floored at `min_rto_ms`, and holds its
+/// ACKs for `(1 + margin) RTO` after a handoff completes.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TcpFsOptions {
+    /// Mobility detector: the receiver learns of a handoff's start and completion this late.
+    pub detect_ms: f64,
+    pub alpha: f64,
+    pub beta: f64,
+    pub k: f64,
+    pub margin: f64,
+    /// Floor of the receiver's RTO estimate; default: the scenario's `tcp.min_rto_ms` (the stock
+    /// sender's floor, which the holding time must exceed for the sender's timer to fire).
+    pub min_rto_ms: Option<f64>,
+}
+
+impl Default for TcpFsOptions {
+    fn default() -> Self {
+        // RFC 6298's constants: those of the stock sender whose timer the receiver predicts.
+        TcpFsOptions {
+            detect_ms: 0.0,
+            alpha: 0.125,
+            beta: 0.25,
+            k: 4.0,
+            margin: 0.1,
+            min_rto_ms: None,
+        }
+    }
+}
 
 impl Flow {
     /// The reinjection rule in force: the flow's own, else "linux" for the upstream Linux

@@ -214,10 +214,13 @@ impl Scenario {
                             ),
                         ));
                     }
-                    if f.paths.len() != 1 {
+                    if f.paths.len() != 1 && f.handoffs.is_empty() {
                         return Err(c.err(
                             k("paths"),
-                            format!("a tcp flow takes exactly one link, found {}", f.paths.len()),
+                            format!(
+                                "a tcp flow takes exactly one link (more only with handoffs), found {}",
+                                f.paths.len()
+                            ),
                         ));
                     }
                 }
@@ -316,6 +319,7 @@ impl Scenario {
                 }
             }
             self.validate_mechanisms(&c, i, f)?;
+            self.validate_handoffs(&c, i, f)?;
             if f.kind == FlowKind::Tcp {
                 for (set, key) in [
                     (f.scheduler.is_some(), "scheduler"),
@@ -554,6 +558,120 @@ fn validate_link(c: &Check, i: usize, l: &Link) -> Result<(), ScenarioError> {
 }
 
 impl Scenario {
+    /// A flow's vertical handoffs and TCP-FS constants.
+    fn validate_handoffs(&self, c: &Check, i: usize, f: &crate::Flow) -> Result<(), ScenarioError> {
+        let k = |x: &str| format!("flow[{i}].{x}");
+        let tcp_fs = f.mechanisms.iter().any(|m| m == "tcp-fs");
+        if !f.handoffs.is_empty() && f.kind != FlowKind::Tcp {
+            return Err(c.err(k("handoffs"), "only for kind = \"tcp\" flows"));
+        }
+        if f.tcp_fs.is_some() && !tcp_fs {
+            return Err(c.err(k("tcp_fs"), "only with mechanisms = [\"tcp-fs\"]"));
+        }
+        if tcp_fs && f.handoffs.is_empty() {
+            return Err(c.err(
+                k("mechanisms"),
+                "\"tcp-fs\" acts at vertical handoffs: give the flow handoffs = [...]",
+            ));
+        }
+        if f.handoffs.len() > 1000 {
+            return Err(c.err(
+                k("handoffs"),
+                format!("at most 1000 handoffs, found {}", f.handoffs.len()),
+            ));
+        }
+        if !f.handoffs.is_empty() {
+            for (j, p) in f.paths.iter().enumerate() {
+                if f.paths[..j].contains(p) {
+                    return Err(c.err(
+                        k(&format!("paths[{j}]")),
+                        format!("{p:?} is given twice (a handoff flow lists each link once)"),
+                    ));
+                }
+                // Releasing a link releases it for every flow on it: a handoff flow's links
+                // are the mobile node's interfaces, its own.
+                if let Some(other) = self
+                    .flows
+                    .iter()
+                    .find(|o| o.id != f.id && o.paths.contains(p))
+                {
+                    return Err(c.err(
+                        k(&format!("paths[{j}]")),
+                        format!(
+                            "link {p:?} is also used by flow {:?}: a handoff flow's links are its own (a handoff attaches and releases them)",
+                            other.id
+                        ),
+                    ));
+                }
+            }
+        }
+        let (mut current, mut free_at) = (f.paths.first().cloned().unwrap_or_default(), 0.0_f64);
+        for (j, h) in f.handoffs.iter().enumerate() {
+            let hk = |x: &str| k(&format!("handoffs[{j}].{x}"));
+            c.range(&hk("t_s"), h.t_s, 0.0, false, self.run.duration_s, "s")?;
+            if h.t_s < free_at {
+                return Err(c.err(
+                    hk("t_s"),
+                    format!(
+                        "a handoff starts at {} s, before the one before it completes ({} s): give handoffs in time order, one at a time",
+                        show_num(h.t_s),
+                        show_num(free_at)
+                    ),
+                ));
+            }
+            if !f.paths.contains(&h.to) {
+                return Err(c.err(
+                    hk("to"),
+                    format!(
+                        "{:?} is not one of this flow's paths ({})",
+                        h.to,
+                        f.paths.join(", ")
+                    ),
+                ));
+            }
+            if h.to == current {
+                return Err(c.err(
+                    hk("to"),
+                    format!("the flow is already on {current:?} at this handoff"),
+                ));
+            }
+            match h.mode {
+                crate::HandoffMode::Soft if h.gap_ms.is_some() => {
+                    return Err(c.err(
+                        hk("gap_ms"),
+                        "only for mode = \"hard\" (a soft handoff has overlap_ms)",
+                    ))
+                }
+                crate::HandoffMode::Hard if h.overlap_ms.is_some() => {
+                    return Err(c.err(
+                        hk("overlap_ms"),
+                        "only for mode = \"soft\" (a hard handoff has gap_ms)",
+                    ))
+                }
+                _ => {}
+            }
+            for (key, v) in [("overlap_ms", h.overlap_ms), ("gap_ms", h.gap_ms)] {
+                if let Some(v) = v {
+                    c.range(&hk(key), v, 0.0, false, 3.6e6, "ms")?;
+                }
+            }
+            current = h.to.clone();
+            free_at = h.span_s().1;
+        }
+        if let Some(o) = &f.tcp_fs {
+            let tk = |x: &str| k(&format!("tcp_fs.{x}"));
+            c.range(&tk("detect_ms"), o.detect_ms, 0.0, false, 60_000.0, "ms")?;
+            c.range(&tk("alpha"), o.alpha, 0.0, true, 1.0, "")?;
+            c.range(&tk("beta"), o.beta, 0.0, true, 1.0, "")?;
+            c.range(&tk("k"), o.k, 0.0, false, 100.0, "")?;
+            c.range(&tk("margin"), o.margin, 0.0, false, 10.0, "")?;
+            if let Some(m) = o.min_rto_ms {
+                c.range(&tk("min_rto_ms"), m, 0.0, false, 60_000.0, "ms")?;
+            }
+        }
+        Ok(())
+    }
+
     /// A flow's `mechanisms` and the keys that go with them.
     fn validate_mechanisms(
         &self,
@@ -1074,6 +1192,76 @@ paths = ["a"]
     }
 
     #[test]
+    fn handoffs_and_tcp_fs() {
+        let p = "paths = [\"a\"]";
+        let two = |rest: &str| format!("paths = [\"a\", \"b\"]\n{rest}");
+        check(
+            p,
+            &two("handoffs = [{ t_s = 5.0, to = \"b\", overlap_ms = 500.0 }]"),
+        )
+        .unwrap();
+        check(
+            p,
+            &two("handoffs = [{ t_s = 5.0, to = \"b\", mode = \"hard\", gap_ms = 100.0 }]\nmechanisms = [\"tcp-fs\"]\ntcp_fs = { detect_ms = 20.0 }"),
+        )
+        .unwrap();
+        fails(
+            p,
+            &two("handoffs = [{ t_s = 5.0, to = \"c\" }]"),
+            "flow[0].handoffs[0].to",
+            "\"c\" is not one of this flow's paths (a, b)",
+        );
+        fails(
+            p,
+            &two("handoffs = [{ t_s = 5.0, to = \"a\" }]"),
+            "flow[0].handoffs[0].to",
+            "already on \"a\"",
+        );
+        fails(
+            p,
+            &two("handoffs = [{ t_s = 5.0, to = \"b\", overlap_ms = 2000.0 }, { t_s = 6.0, to = \"a\" }]"),
+            "flow[0].handoffs[1].t_s",
+            "before the one before it completes (7 s)",
+        );
+        fails(
+            p,
+            &two("handoffs = [{ t_s = 5.0, to = \"b\", gap_ms = 10.0 }]"),
+            "flow[0].handoffs[0].gap_ms",
+            "only for mode = \"hard\"",
+        );
+        fails(
+            p,
+            &two("handoffs = [{ t_s = 11.0, to = \"b\" }]"),
+            "flow[0].handoffs[0].t_s",
+            "<= 10 s, found 11",
+        );
+        fails(
+            p,
+            "paths = [\"a\"]\nmechanisms = [\"tcp-fs\"]",
+            "flow[0].mechanisms",
+            "acts at vertical handoffs",
+        );
+        fails(
+            p,
+            &two("handoffs = [{ t_s = 5.0, to = \"b\" }]\ntcp_fs = { k = 4.0 }"),
+            "flow[0].tcp_fs",
+            "only with mechanisms = [\"tcp-fs\"]",
+        );
+        fails(
+            p,
+            &two("handoffs = [{ t_s = 5.0, to = \"b\" }]\nmechanisms = [\"tcp-fs\"]\ntcp_fs = { alpha = 0.0 }"),
+            "flow[0].tcp_fs.alpha",
+            "expected a number > 0",
+        );
+        fails(
+            p,
+            &two("handoffs = [{ t_s = 5.0, to = \"b\" }]\n[[flow]]\nid = \"x\"\nkind = \"tcp\"\ncc = \"cubic\"\npaths = [\"b\"]"),
+            "flow[0].paths[1]",
+            "also used by flow \"x\"",
+        );
+    }
+
+    #[test]
     fn flows_reference_links_and_fit_the_run() {
         fails(
             "paths = [\"a\"]",
@@ -1085,7 +1273,7 @@ paths = ["a"]
             "paths = [\"a\"]",
             "paths = [\"a\", \"b\"]",
             "flow[0].paths",
-            "exactly one link, found 2",
+            "exactly one link (more only with handoffs), found 2",
         );
         fails("paths = [\"a\"]", "paths = []", "flow[0].paths", "found 0");
         fails(

@@ -2,9 +2,10 @@
 //! application above them (a bulk or finite transfer) and per-flow statistics.
 
 use crate::engine::Event;
-use crate::net::packet::{Kind, Packet};
+use crate::mechanisms::tcp_fs::TcpFs;
+use crate::net::packet::{flags, Kind, Packet};
 use crate::net::{Net, Side};
-use crate::results::{FlowSummary, Series};
+use crate::results::{FlowSummary, HandoffRecord, HandoffStats, Series};
 use crate::tcp::cc::{self, Coupling, Window};
 use crate::tcp::receiver::{AckDecision, ReceiverConfig, TcpReceiver};
 use crate::tcp::sender::{Room, SenderConfig, TcpSender};
@@ -37,8 +38,9 @@ impl Flow {
         }
     }
     pub fn control(&mut self, idx: u32, net: &mut Net) {
-        if let Flow::Mptcp(f) = self {
-            f.control(idx, net);
+        match self {
+            Flow::Tcp(f) => f.control(idx, net),
+            Flow::Mptcp(f) => f.control(idx, net),
         }
     }
     pub fn sample(&mut self, width: Time) {
@@ -146,6 +148,72 @@ pub(crate) fn take_wake(armed: &mut Option<Time>, now: Time) -> bool {
     }
 }
 
+/// What a vertical handoff does at a point in time (the world schedules one `FlowControl` event
+/// per step, in order).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum HandoffStep {
+    /// Data takes path `j` from now on (packets already on a link stay on it).
+    Route(usize),
+    /// ACKs take path `j` from now on.
+    AckRoute(usize),
+    /// The mobility detector signals handoff `k`'s start / completion to the receiver.
+    Start(usize),
+    Complete(usize),
+}
+
+/// A tcp flow's vertical handoffs: its paths' routes, the steps, and per-bin traces.
+pub(crate) struct Handoffs {
+    /// (data route, ACK route) per path.
+    pub routes: Vec<(u32, u32)>,
+    pub steps: Vec<(Time, HandoffStep)>,
+    pub records: Vec<HandoffRecord>,
+    pub fs: Option<TcpFs>,
+    /// Per bin: ssthresh (bytes), the sequence number of the last segment sent (bytes; a
+    /// retransmission shows as a step back), bytes put on the wire.
+    pub ssthresh_bytes: Vec<f64>,
+    pub seq_bytes: Vec<f64>,
+    pub sent_bytes: Vec<f64>,
+    last_seq: u64,
+    bin_sent: u64,
+}
+
+impl Handoffs {
+    pub fn new(
+        routes: Vec<(u32, u32)>,
+        steps: Vec<(Time, HandoffStep)>,
+        records: Vec<HandoffRecord>,
+        fs: Option<TcpFs>,
+        nbins: usize,
+    ) -> Handoffs {
+        Handoffs {
+            routes,
+            steps,
+            records,
+            fs,
+            ssthresh_bytes: Vec::with_capacity(nbins),
+            seq_bytes: Vec::with_capacity(nbins),
+            sent_bytes: Vec::with_capacity(nbins),
+            last_seq: 0,
+            bin_sent: 0,
+        }
+    }
+
+    fn note_sent(&mut self, p: &Packet, mss: u32) {
+        if p.len > 0 {
+            self.last_seq = p.seq as u64 * mss as u64;
+            self.bin_sent += p.len as u64;
+        }
+    }
+}
+
+/// Send through `net`, noting data packets in the handoff traces.
+fn send_noted(net: &mut Net, h: &mut Option<Box<Handoffs>>, mss: u32, p: Packet) {
+    if let Some(h) = h {
+        h.note_sent(&p, mss);
+    }
+    net.send(p);
+}
+
 pub(crate) struct TcpFlow {
     pub idx: u32,
     pub id: String,
@@ -161,6 +229,8 @@ pub(crate) struct TcpFlow {
     pub delivered_bytes: u64,
     pub completed_at: Option<Time>,
     pub series: FlowSeries,
+    /// Vertical handoffs (and TCP-FS), if the flow has any.
+    pub handoffs: Option<Box<Handoffs>>,
 }
 
 impl TcpFlow {
@@ -203,6 +273,7 @@ impl TcpFlow {
                 srtt_ms: Vec::with_capacity(nbins),
                 ..Default::default()
             },
+            handoffs: None,
         })
     }
 
@@ -215,9 +286,8 @@ impl TcpFlow {
     fn push(&mut self, net: &mut Net) {
         let now = net.now();
         self.pace_wait = None;
-        let mut out = |p: Packet| {
-            net.send(p);
-        };
+        let (h, mss) = (&mut self.handoffs, self.app.mss);
+        let mut out = |p: Packet| send_noted(net, h, mss, p);
         let mut room = self.sender.retransmit_lost(now, &mut out);
         if room == Room::Yes {
             loop {
@@ -239,6 +309,9 @@ impl TcpFlow {
         if let Room::PacedUntil(t) = room {
             self.pace_wait = Some(t);
         }
+        if self.app.has_data() {
+            self.sender.arm_persist(now);
+        }
         self.arm_sender(net);
     }
 
@@ -259,6 +332,14 @@ impl TcpFlow {
                 self.push(net);
             }
             Side::Receiver => {
+                if p.flags & flags::WINDOW_UPDATE != 0 && p.len == 0 {
+                    // A zero-window probe: answered with the current window.
+                    self.send_ack(net);
+                    return;
+                }
+                if let Some(fs) = self.handoffs.as_mut().and_then(|h| h.fs.as_mut()) {
+                    fs.on_data(now, p.ts_ecr);
+                }
                 let (bytes, series_bytes) = (&mut self.delivered_bytes, &mut self.series.bin_bytes);
                 let decision = self.receiver.on_data(p, now, &mut |_, len, _| {
                     *bytes += len as u64;
@@ -271,10 +352,7 @@ impl TcpFlow {
                     self.completed_at = Some(now);
                 }
                 match decision {
-                    AckDecision::Now => {
-                        let ack = self.receiver.build_ack(self.ack_route);
-                        net.send(ack);
-                    }
+                    AckDecision::Now => self.send_ack(net),
                     AckDecision::Delayed(t) => {
                         arm(
                             net,
@@ -298,9 +376,8 @@ impl TcpFlow {
             }
             let has_data = self.app.has_data();
             let app = &mut self.app;
-            let mut out = |p: Packet| {
-                net.send(p);
-            };
+            let (h, mss) = (&mut self.handoffs, app.mss);
+            let mut out = |p: Packet| send_noted(net, h, mss, p);
             self.sender.on_timer(now, &mut out, has_data, || app.take());
             self.push(net);
         } else {
@@ -308,8 +385,7 @@ impl TcpFlow {
                 return;
             }
             if self.receiver.on_timer(now) {
-                let ack = self.receiver.build_ack(self.ack_route);
-                net.send(ack);
+                self.send_ack(net);
             } else {
                 let d = self.receiver.delack_deadline();
                 arm(
@@ -324,7 +400,65 @@ impl TcpFlow {
         }
     }
 
+    /// Send an ACK now, unless TCP-FS holds it; its window is TCP-FS's while frozen. ACKs carry
+    /// the receiver's clock as TSval (RFC 7323), which the sender echoes on data.
+    fn send_ack(&mut self, net: &mut Net) {
+        let now = net.now();
+        let mut ack = self.receiver.build_ack(self.ack_route);
+        if let Some(fs) = self.handoffs.as_mut().and_then(|h| h.fs.as_mut()) {
+            if !fs.may_ack(now) {
+                return;
+            }
+            ack.rwnd = Packet::window(fs.window(self.receiver.rwnd()));
+        }
+        ack.ts = now;
+        net.send(ack);
+    }
+
+    /// A vertical-handoff step (scheduled by the world).
+    fn control(&mut self, idx: u32, net: &mut Net) {
+        let now = net.now();
+        let Some(h) = self.handoffs.as_mut() else {
+            return;
+        };
+        let Some(&(_, step)) = h.steps.get(idx as usize) else {
+            return;
+        };
+        match step {
+            HandoffStep::Route(j) => self.sender.route = h.routes[j].0,
+            HandoffStep::AckRoute(j) => self.ack_route = h.routes[j].1,
+            HandoffStep::Start(k) => {
+                if let Some(fs) = h.fs.as_mut() {
+                    fs.start(now);
+                    h.records[k].frozen_s = Some(now.secs_f64());
+                    // The zero window goes out at once (a window update).
+                    self.send_ack(net);
+                }
+            }
+            HandoffStep::Complete(k) => {
+                if let Some(fs) = h.fs.as_mut() {
+                    let until = fs.complete(now);
+                    let r = &mut h.records[k];
+                    r.reopened_s = Some(now.secs_f64());
+                    r.hold_until_s = Some(until.secs_f64());
+                    r.receiver_rto_ms = fs.records.last().map(|x| x.rto.ms_f64());
+                    // The window update that ends the freeze leaves before holding starts.
+                    let mut ack = self.receiver.build_ack(self.ack_route);
+                    ack.ts = now;
+                    net.send(ack);
+                }
+            }
+        }
+    }
+
     fn sample(&mut self, width: Time) {
+        if let Some(h) = self.handoffs.as_mut() {
+            h.ssthresh_bytes
+                .push(self.sender.ssthresh() as f64 * self.sender.cfg.mss as f64);
+            h.seq_bytes.push(h.last_seq as f64);
+            h.sent_bytes.push(h.bin_sent as f64);
+            h.bin_sent = 0;
+        }
         let s = &mut self.series;
         let w = width.secs_f64();
         s.goodput_bps.push(if w > 0.0 {
@@ -378,6 +512,15 @@ impl TcpFlow {
             send_buffer: None,
             reorder_delay_ms: None,
             pha: None,
+            handoffs: self.handoffs.as_ref().map(|h| {
+                let fs = h.fs.as_ref();
+                HandoffStats {
+                    events: h.records.clone(),
+                    window_probes: st.window_probes,
+                    zero_window_acks: fs.map_or(0, |f| f.zero_window_acks),
+                    held_acks: fs.map_or(0, |f| f.held_acks),
+                }
+            }),
         };
         let mk = |metric: &'static str, values: &Vec<f64>| Series {
             flow: self.id.clone(),
@@ -385,11 +528,16 @@ impl TcpFlow {
             metric,
             values: values.clone(),
         };
-        let series = vec![
+        let mut series = vec![
             mk("goodput_bps", &self.series.goodput_bps),
             mk("cwnd_bytes", &self.series.cwnd_bytes),
             mk("srtt_ms", &self.series.srtt_ms),
         ];
+        if let Some(h) = &self.handoffs {
+            series.push(mk("ssthresh_bytes", &h.ssthresh_bytes));
+            series.push(mk("seq_bytes", &h.seq_bytes));
+            series.push(mk("sent_bytes", &h.sent_bytes));
+        }
         (summary, series)
     }
 }

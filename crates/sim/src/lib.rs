@@ -6,6 +6,7 @@
 
 pub mod engine;
 mod flow;
+mod handoff;
 pub mod mechanisms;
 pub mod mptcp;
 pub mod net;

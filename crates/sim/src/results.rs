@@ -51,6 +51,36 @@ pub struct FlowSummary {
     pub reorder_delay_ms: Option<AvgMax>,
     /// mptcp with `mechanisms` "pha" or "pha-d": what the mechanism did; null otherwise.
     pub pha: Option<PhaStats>,
+    /// tcp with `handoffs`: each vertical handoff and what TCP-FS did; null otherwise.
+    pub handoffs: Option<HandoffStats>,
+}
+
+/// A tcp flow's vertical handoffs.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct HandoffStats {
+    pub events: Vec<HandoffRecord>,
+    /// Zero-window probes the sender sent.
+    pub window_probes: u64,
+    /// TCP-FS: ACKs sent with a zero window, and ACKs withheld while holding.
+    pub zero_window_acks: u64,
+    pub held_acks: u64,
+}
+
+/// One vertical handoff.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HandoffRecord {
+    pub from: String,
+    pub to: String,
+    pub mode: String,
+    /// Start and completion (soft: end of the overlap; hard: end of the gap), seconds.
+    pub start_s: f64,
+    pub complete_s: f64,
+    /// TCP-FS: when the receiver froze and reopened its window (the mobility detector's
+    /// signals), when ACK holding ended, and the RTO estimate it came from; null without TCP-FS.
+    pub frozen_s: Option<f64>,
+    pub reopened_s: Option<f64>,
+    pub hold_until_s: Option<f64>,
+    pub receiver_rto_ms: Option<f64>,
 }
 
 /// What PHA or PHA-D did over a run.

@@ -86,6 +86,297 @@ pub(crate) struct World {
     handovers: Vec<Handover>,
 }
 
+/// What `World::build` assembles, one kind of part at a time: each kind of link or flow has its
+/// own builder method (and, for vertical handoffs, its own module), so a new kind touches one
+/// place.
+struct Builder<'a> {
+    s: &'a Scenario,
+    end: Time,
+    nbins: usize,
+    net: Net,
+    links: Vec<LinkRuntime>,
+    flows: Vec<Flow>,
+    timelines: Vec<railpath_radio::CarrierTimeline>,
+}
+
+impl Builder<'_> {
+    /// One `[[link]]`: both directions, and the steps that change it over the run (its
+    /// schedule, outages, carrier timeline, and `attach`: a vertical handoff's releases).
+    fn link(
+        &mut self,
+        i: usize,
+        l: &railpath_scenario::Link,
+        attach: Vec<(Time, StepAction)>,
+    ) -> Result<(), SimError> {
+        let s = self.s;
+        let limit = l.buffer();
+        let rate_bps = l.rate_mbps.map(mbps).unwrap_or(0);
+        let mut fwd = LinkDir::new(
+            i as u32,
+            rate_bps,
+            Time::from_ms_f64(l.delay_ms),
+            l.loss,
+            limit,
+            Rng::stream(s.run.seed, &format!("link:{}:fwd", l.id)),
+        );
+        fwd.outage_mode = l.outage_mode;
+        if let Some(t) = &l.trace_ms {
+            fwd.trace = Some(Trace::new(Arc::from(t.as_slice())));
+        } else if l.trace.is_some() {
+            return Err(SimError::Internal(format!(
+                "link {:?}: trace {:?} was not loaded",
+                l.id, l.trace
+            )));
+        }
+        let carrier = l.carrier.as_ref().map(|c| {
+            let ci = s.carriers.iter().position(|x| x.id == *c);
+            (
+                ci.map(|i| &s.carriers[i]),
+                self.timelines.iter().find(|t| t.carrier == *c),
+            )
+        });
+        if let Some((Some(cc), _)) = carrier {
+            // Drop if either the link or its carrier says so (as the emulator does).
+            if cc.outage_mode == Some(railpath_radio::OutageMode::Drop) {
+                fwd.outage_mode = railpath_scenario::OutageMode::Drop;
+            }
+        }
+        let rev_rate = match (l.reverse_rate_mbps, l.rate_mbps, carrier) {
+            (Some(r), _, _) => mbps(r),
+            (None, Some(r), _) => mbps(r),
+            // A carrier's uplink: its peak rate unless reverse_rate_mbps says otherwise.
+            (None, None, Some((Some(cc), _))) => cc.rate_mbps.map(mbps).unwrap_or(100_000_000),
+            (None, None, _) => 100_000_000,
+        };
+        let rev_limit = l.reverse_buffer();
+        let mut rev = LinkDir::new(
+            i as u32,
+            rev_rate,
+            Time::from_ms_f64(l.reverse_delay_ms.unwrap_or(l.delay_ms)),
+            l.reverse_loss,
+            rev_limit,
+            Rng::stream(s.run.seed, &format!("link:{}:rev", l.id)),
+        );
+        rev.outage_mode = fwd.outage_mode;
+        if let Some(t) = &l.reverse_trace_ms {
+            rev.trace = Some(Trace::new(Arc::from(t.as_slice())));
+        }
+        self.net.dirs.push(fwd);
+        self.net.dirs.push(rev);
+        let mut steps: Vec<(Time, StepAction)> = Vec::new();
+        for st in &l.schedule {
+            let t = Time::from_secs_f64(st.t_s);
+            if let Some(r) = st.rate_mbps {
+                steps.push((t, StepAction::Rate(mbps(r))));
+            }
+            if let Some(d) = st.delay_ms {
+                steps.push((t, StepAction::Delay(Time::from_ms_f64(d))));
+            }
+            if let Some(p) = st.loss {
+                steps.push((t, StepAction::Loss(p)));
+            }
+        }
+        for o in &l.outages {
+            let t = Time::from_secs_f64(o.start_s);
+            let until = t + Time::from_ms_f64(o.duration_ms);
+            steps.push((t, StepAction::OutageStart(until)));
+            steps.push((until, StepAction::OutageEnd));
+        }
+        if let Some((_, tl)) = carrier {
+            let tl = tl.ok_or_else(|| {
+                SimError::Internal(format!(
+                    "link {:?}: carrier {:?} has no timeline",
+                    l.id, l.carrier
+                ))
+            })?;
+            let mut open: Option<usize> = None;
+            for st in &tl.steps {
+                if let Some(r) = st.rate_bps {
+                    steps.push((st.t, StepAction::Rate(r.max(1))));
+                }
+                if let Some(d) = st.extra_delay {
+                    steps.push((st.t, StepAction::ExtraDelay(d)));
+                }
+                if let Some(p) = st.extra_loss {
+                    steps.push((st.t, StepAction::ExtraLoss(p)));
+                }
+                match st.outage {
+                    // An outage already open continues (a timeline whose next outage
+                    // starts when the last ends merges the two): starting it again would
+                    // leave one start without an end, and the link down for good.
+                    Some(true) if open.is_some() => {}
+                    Some(true) => {
+                        open = Some(steps.len());
+                        steps.push((st.t, StepAction::OutageStart(self.end)));
+                    }
+                    Some(false) => {
+                        // The start learns its end so held packets are re-armed then.
+                        if let Some(k) = open.take() {
+                            steps[k].1 = StepAction::OutageStart(st.t);
+                        }
+                        steps.push((st.t, StepAction::OutageEnd));
+                    }
+                    None => {}
+                }
+            }
+        }
+        if !attach.is_empty() {
+            // A link a vertical handoff uses: released means what it holds is lost.
+            self.net.dirs[2 * i].outage_mode = railpath_scenario::OutageMode::Drop;
+            self.net.dirs[2 * i + 1].outage_mode = railpath_scenario::OutageMode::Drop;
+            steps.extend(attach);
+        }
+        // Stable: equal times keep insertion order (schedule before outages).
+        steps.sort_by_key(|(t, _)| *t);
+        // Steps at time zero (a carrier's initial rate) apply before anything is sent.
+        let mut first = 0;
+        while first < steps.len() && steps[first].0 == Time::ZERO {
+            apply_step(
+                &mut self.net,
+                (2 * i) as u32,
+                (2 * i + 1) as u32,
+                steps[first].1,
+            );
+            first += 1;
+        }
+        if l.carrier.is_some()
+            && self.net.dirs[2 * i].rate_bps == 0
+            && self.net.dirs[2 * i].trace.is_none()
+        {
+            return Err(SimError::Input(railpath_scenario::ScenarioError::new(
+                &s.source,
+                format!("link[{i}].carrier"),
+                format!("carrier {:?} gives no rate at time 0", l.carrier),
+            )));
+        }
+        if let Some(&(t, _)) = steps.get(first) {
+            self.net.sched.at(t, Event::LinkStep { link: i as u32 });
+        }
+        self.links.push(LinkRuntime {
+            id: l.id.clone(),
+            fwd: (2 * i) as u32,
+            rev: (2 * i + 1) as u32,
+            steps,
+            next_step: first,
+            queue_samples: Vec::with_capacity(self.nbins),
+        });
+        Ok(())
+    }
+
+    /// Routes of subflow `sub` of flow `fi` over link `li`: (data, ACK).
+    fn routes(&mut self, fi: usize, sub: u16, li: usize) -> (u32, u32) {
+        let data = self.net.add_route(vec![
+            Hop::Dir(self.links[li].fwd),
+            Hop::Sink(Endpoint {
+                flow: fi as u32,
+                sub,
+                side: Side::Receiver,
+            }),
+        ]);
+        let ack = self.net.add_route(vec![
+            Hop::Dir(self.links[li].rev),
+            Hop::Sink(Endpoint {
+                flow: fi as u32,
+                sub,
+                side: Side::Sender,
+            }),
+        ]);
+        (data, ack)
+    }
+
+    fn link_of(&self, f: &railpath_scenario::Flow, p: &str) -> Result<usize, SimError> {
+        self.s
+            .link_index(p)
+            .ok_or_else(|| SimError::Internal(format!("flow {:?}: unknown link {:?}", f.id, p)))
+    }
+
+    /// A tcp flow over one link.
+    fn tcp_flow(&mut self, fi: usize, f: &railpath_scenario::Flow) -> Result<Flow, SimError> {
+        let tcp = self.s.tcp_config(fi);
+        let li = self.link_of(f, &f.paths[0])?;
+        let (data_route, ack_route) = self.routes(fi, 0, li);
+        let flow = TcpFlow::new(
+            fi as u32,
+            f,
+            &tcp,
+            data_route,
+            ack_route,
+            self.s.run.seed,
+            self.nbins,
+        )
+        .map_err(SimError::Internal)?;
+        Ok(Flow::Tcp(Box::new(flow)))
+    }
+
+    /// A tcp flow whose path moves between links (vertical handoffs), with TCP-FS if switched
+    /// on: a route per path, and a `FlowControl` event per handoff step.
+    fn handoff_flow(&mut self, fi: usize, f: &railpath_scenario::Flow) -> Result<Flow, SimError> {
+        let Flow::Tcp(mut flow) = self.tcp_flow(fi, f)? else {
+            unreachable!("tcp_flow builds a tcp flow")
+        };
+        let mut routes = Vec::with_capacity(f.paths.len());
+        routes.push((flow.sender.route, flow.ack_route));
+        for p in &f.paths[1..] {
+            let li = self.link_of(f, p)?;
+            routes.push(self.routes(fi, 0, li));
+        }
+        let tcp = self.s.tcp_config(fi);
+        let h = crate::handoff::flow_handoffs(f, &tcp, routes, self.nbins);
+        for (k, (t, _)) in h.steps.iter().enumerate() {
+            self.net.sched.at(
+                *t,
+                Event::FlowControl {
+                    flow: fi as u32,
+                    idx: k as u32,
+                },
+            );
+        }
+        flow.handoffs = Some(Box::new(h));
+        Ok(Flow::Tcp(flow))
+    }
+
+    /// An MPTCP connection: a subflow per path, PHA / PHA-D if switched on.
+    fn mptcp_flow(&mut self, fi: usize, f: &railpath_scenario::Flow) -> Result<Flow, SimError> {
+        let tcp = self.s.tcp_config(fi);
+        let mut paths = Vec::with_capacity(f.paths.len());
+        for (j, p) in f.paths.iter().enumerate() {
+            let li = self.link_of(f, p)?;
+            let (data_route, ack_route) = self.routes(fi, j as u16, li);
+            // Subflows over a repeated link are told apart as "a#1", "a#2", ...
+            let repeats = f.paths.iter().filter(|q| *q == p).count();
+            let name = if repeats > 1 {
+                let k = f.paths[..j].iter().filter(|q| *q == p).count();
+                format!("{p}#{}", k + 1)
+            } else {
+                p.clone()
+            };
+            paths.push((name, data_route, ack_route));
+        }
+        let plan = crate::mechanisms::pha::plan(self.s, f, self.end).map_err(SimError::Internal)?;
+        let flow = MptcpFlow::new(MptcpSetup {
+            idx: fi as u32,
+            flow: f,
+            tcp: &tcp,
+            paths,
+            seed: self.s.run.seed,
+            nbins: self.nbins,
+            plan,
+        })
+        .map_err(SimError::Internal)?;
+        let controls = flow.prio_script.iter().map(|pc| pc.t);
+        for (k, t) in controls.chain(flow.wakes.iter().copied()).enumerate() {
+            self.net.sched.at(
+                t,
+                Event::FlowControl {
+                    flow: fi as u32,
+                    idx: k as u32,
+                },
+            );
+        }
+        Ok(Flow::Mptcp(Box::new(flow)))
+    }
+}
+
 impl World {
     fn build(s: &Scenario) -> Result<World, SimError> {
         let end = Time::from_secs_f64(s.run.duration_s);
@@ -96,8 +387,6 @@ impl World {
             ));
         }
         let nbins = end.ns().div_ceil(bin.ns()) as usize;
-        let mut net = Net::new();
-        let mut links = Vec::with_capacity(s.links.len());
         // The radio model: one timeline per carrier, for the links that follow a carrier.
         let timelines = match (&s.train, s.carriers.is_empty()) {
             (Some(train), false) => {
@@ -112,249 +401,40 @@ impl World {
             .cloned()
             .collect();
         handovers.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+        let mut b = Builder {
+            s,
+            end,
+            nbins,
+            net: Net::new(),
+            links: Vec::with_capacity(s.links.len()),
+            flows: Vec::with_capacity(s.flows.len()),
+            timelines,
+        };
+        // Links a vertical handoff attaches and releases.
+        let mut attach = crate::handoff::link_steps(s, end);
         for (i, l) in s.links.iter().enumerate() {
-            let limit = l.buffer();
-            let rate_bps = l.rate_mbps.map(mbps).unwrap_or(0);
-            let mut fwd = LinkDir::new(
-                i as u32,
-                rate_bps,
-                Time::from_ms_f64(l.delay_ms),
-                l.loss,
-                limit,
-                Rng::stream(s.run.seed, &format!("link:{}:fwd", l.id)),
-            );
-            fwd.outage_mode = l.outage_mode;
-            if let Some(t) = &l.trace_ms {
-                fwd.trace = Some(Trace::new(Arc::from(t.as_slice())));
-            } else if l.trace.is_some() {
-                return Err(SimError::Internal(format!(
-                    "link {:?}: trace {:?} was not loaded",
-                    l.id, l.trace
-                )));
-            }
-            let carrier = l.carrier.as_ref().map(|c| {
-                let ci = s.carriers.iter().position(|x| x.id == *c);
-                (
-                    ci.map(|i| &s.carriers[i]),
-                    timelines.iter().find(|t| t.carrier == *c),
-                )
-            });
-            if let Some((Some(cc), _)) = carrier {
-                // Drop if either the link or its carrier says so (as the emulator does).
-                if cc.outage_mode == Some(railpath_radio::OutageMode::Drop) {
-                    fwd.outage_mode = railpath_scenario::OutageMode::Drop;
-                }
-            }
-            let rev_rate = match (l.reverse_rate_mbps, l.rate_mbps, carrier) {
-                (Some(r), _, _) => mbps(r),
-                (None, Some(r), _) => mbps(r),
-                // A carrier's uplink: its peak rate unless reverse_rate_mbps says otherwise.
-                (None, None, Some((Some(cc), _))) => cc.rate_mbps.map(mbps).unwrap_or(100_000_000),
-                (None, None, _) => 100_000_000,
-            };
-            let rev_limit = l.reverse_buffer();
-            let mut rev = LinkDir::new(
-                i as u32,
-                rev_rate,
-                Time::from_ms_f64(l.reverse_delay_ms.unwrap_or(l.delay_ms)),
-                l.reverse_loss,
-                rev_limit,
-                Rng::stream(s.run.seed, &format!("link:{}:rev", l.id)),
-            );
-            rev.outage_mode = fwd.outage_mode;
-            if let Some(t) = &l.reverse_trace_ms {
-                rev.trace = Some(Trace::new(Arc::from(t.as_slice())));
-            }
-            net.dirs.push(fwd);
-            net.dirs.push(rev);
-            let mut steps: Vec<(Time, StepAction)> = Vec::new();
-            for st in &l.schedule {
-                let t = Time::from_secs_f64(st.t_s);
-                if let Some(r) = st.rate_mbps {
-                    steps.push((t, StepAction::Rate(mbps(r))));
-                }
-                if let Some(d) = st.delay_ms {
-                    steps.push((t, StepAction::Delay(Time::from_ms_f64(d))));
-                }
-                if let Some(p) = st.loss {
-                    steps.push((t, StepAction::Loss(p)));
-                }
-            }
-            for o in &l.outages {
-                let t = Time::from_secs_f64(o.start_s);
-                let until = t + Time::from_ms_f64(o.duration_ms);
-                steps.push((t, StepAction::OutageStart(until)));
-                steps.push((until, StepAction::OutageEnd));
-            }
-            if let Some((_, tl)) = carrier {
-                let tl = tl.ok_or_else(|| {
-                    SimError::Internal(format!(
-                        "link {:?}: carrier {:?} has no timeline",
-                        l.id, l.carrier
-                    ))
-                })?;
-                let mut open: Option<usize> = None;
-                for st in &tl.steps {
-                    if let Some(r) = st.rate_bps {
-                        steps.push((st.t, StepAction::Rate(r.max(1))));
-                    }
-                    if let Some(d) = st.extra_delay {
-                        steps.push((st.t, StepAction::ExtraDelay(d)));
-                    }
-                    if let Some(p) = st.extra_loss {
-                        steps.push((st.t, StepAction::ExtraLoss(p)));
-                    }
-                    match st.outage {
-                        // An outage already open continues (a timeline whose next outage
-                        // starts when the last ends merges the two): starting it again would
-                        // leave one start without an end, and the link down for good.
-                        Some(true) if open.is_some() => {}
-                        Some(true) => {
-                            open = Some(steps.len());
-                            steps.push((st.t, StepAction::OutageStart(end)));
-                        }
-                        Some(false) => {
-                            // The start learns its end so held packets are re-armed then.
-                            if let Some(k) = open.take() {
-                                steps[k].1 = StepAction::OutageStart(st.t);
-                            }
-                            steps.push((st.t, StepAction::OutageEnd));
-                        }
-                        None => {}
-                    }
-                }
-            }
-            // Stable: equal times keep insertion order (schedule before outages).
-            steps.sort_by_key(|(t, _)| *t);
-            // Steps at time zero (a carrier's initial rate) apply before anything is sent.
-            let mut first = 0;
-            while first < steps.len() && steps[first].0 == Time::ZERO {
-                apply_step(&mut net, (2 * i) as u32, (2 * i + 1) as u32, steps[first].1);
-                first += 1;
-            }
-            if l.carrier.is_some()
-                && net.dirs[2 * i].rate_bps == 0
-                && net.dirs[2 * i].trace.is_none()
-            {
-                return Err(SimError::Input(railpath_scenario::ScenarioError::new(
-                    &s.source,
-                    format!("link[{i}].carrier"),
-                    format!("carrier {:?} gives no rate at time 0", l.carrier),
-                )));
-            }
-            if let Some(&(t, _)) = steps.get(first) {
-                net.sched.at(t, Event::LinkStep { link: i as u32 });
-            }
-            links.push(LinkRuntime {
-                id: l.id.clone(),
-                fwd: (2 * i) as u32,
-                rev: (2 * i + 1) as u32,
-                steps,
-                next_step: first,
-                queue_samples: Vec::with_capacity(nbins),
-            });
+            b.link(i, l, std::mem::take(&mut attach[i]))?;
         }
-        let mut flows = Vec::with_capacity(s.flows.len());
         for (fi, f) in s.flows.iter().enumerate() {
-            let tcp = s.tcp_config(fi);
-            match f.kind {
-                FlowKind::Tcp => {
-                    let li = s.link_index(&f.paths[0]).ok_or_else(|| {
-                        SimError::Internal(format!(
-                            "flow {:?}: unknown link {:?}",
-                            f.id, f.paths[0]
-                        ))
-                    })?;
-                    let data_route = net.add_route(vec![
-                        Hop::Dir(links[li].fwd),
-                        Hop::Sink(Endpoint {
-                            flow: fi as u32,
-                            sub: 0,
-                            side: Side::Receiver,
-                        }),
-                    ]);
-                    let ack_route = net.add_route(vec![
-                        Hop::Dir(links[li].rev),
-                        Hop::Sink(Endpoint {
-                            flow: fi as u32,
-                            sub: 0,
-                            side: Side::Sender,
-                        }),
-                    ]);
-                    let flow =
-                        TcpFlow::new(fi as u32, f, &tcp, data_route, ack_route, s.run.seed, nbins)
-                            .map_err(SimError::Internal)?;
-                    flows.push(Flow::Tcp(Box::new(flow)));
-                }
-                FlowKind::Mptcp => {
-                    let mut paths = Vec::with_capacity(f.paths.len());
-                    for (j, p) in f.paths.iter().enumerate() {
-                        let li = s.link_index(p).ok_or_else(|| {
-                            SimError::Internal(format!("flow {:?}: unknown link {:?}", f.id, p))
-                        })?;
-                        let data_route = net.add_route(vec![
-                            Hop::Dir(links[li].fwd),
-                            Hop::Sink(Endpoint {
-                                flow: fi as u32,
-                                sub: j as u16,
-                                side: Side::Receiver,
-                            }),
-                        ]);
-                        let ack_route = net.add_route(vec![
-                            Hop::Dir(links[li].rev),
-                            Hop::Sink(Endpoint {
-                                flow: fi as u32,
-                                sub: j as u16,
-                                side: Side::Sender,
-                            }),
-                        ]);
-                        // Subflows over a repeated link are told apart as "a#1", "a#2", ...
-                        let repeats = f.paths.iter().filter(|q| *q == p).count();
-                        let name = if repeats > 1 {
-                            let k = f.paths[..j].iter().filter(|q| *q == p).count();
-                            format!("{p}#{}", k + 1)
-                        } else {
-                            p.clone()
-                        };
-                        paths.push((name, data_route, ack_route));
-                    }
-                    let plan =
-                        crate::mechanisms::pha::plan(s, f, end).map_err(SimError::Internal)?;
-                    let flow = MptcpFlow::new(MptcpSetup {
-                        idx: fi as u32,
-                        flow: f,
-                        tcp: &tcp,
-                        paths,
-                        seed: s.run.seed,
-                        nbins,
-                        plan,
-                    })
-                    .map_err(SimError::Internal)?;
-                    let controls = flow.prio_script.iter().map(|pc| pc.t);
-                    for (k, t) in controls.chain(flow.wakes.iter().copied()).enumerate() {
-                        net.sched.at(
-                            t,
-                            Event::FlowControl {
-                                flow: fi as u32,
-                                idx: k as u32,
-                            },
-                        );
-                    }
-                    flows.push(Flow::Mptcp(Box::new(flow)));
-                }
-            }
-            net.sched.at(
+            let flow = match f.kind {
+                FlowKind::Tcp if !f.handoffs.is_empty() => b.handoff_flow(fi, f)?,
+                FlowKind::Tcp => b.tcp_flow(fi, f)?,
+                FlowKind::Mptcp => b.mptcp_flow(fi, f)?,
+            };
+            b.flows.push(flow);
+            b.net.sched.at(
                 Time::from_secs_f64(f.start_s),
                 Event::FlowStart { flow: fi as u32 },
             );
         }
+        let mut net = b.net;
         if nbins > 0 {
             net.sched.at(bin.min(end), Event::Sample);
         }
         Ok(World {
             net,
-            flows,
-            links,
+            flows: b.flows,
+            links: b.links,
             end,
             bin,
             nbins,

@@ -2,3 +2,4 @@
 //! steer the engine's parts (schedulers, receivers), never fork them.
 
 pub mod pha;
+pub mod tcp_fs;

@@ -1383,6 +1383,7 @@ impl MptcpFlow {
                 st.prio_changes = self.prio_script.len() as u64;
                 st
             }),
+            handoffs: None,
         };
         let mut series = vec![
             Series {

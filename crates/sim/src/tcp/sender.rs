@@ -21,6 +21,11 @@
 //!   cwnd = 1, slow start, retransmissions in sequence order. F-RTO and undo are not modelled.
 //! - Delivery-rate sampling for BBR: Linux net/ipv4/tcp_rate.c
 //!   (draft-cheng-iccrg-delivery-rate-estimation).
+//! - A zero receive window: no new data; the persist timer (RFC 9293 3.8.6.1, Linux
+//!   `tcp_probe_timer()`/`tcp_xmit_probe_skb()`) sends a probe without data every RTO, backed
+//!   off, while nothing is outstanding, and the peer's answer carries its window.
+//! - Timestamps (RFC 7323): data segments echo the newest TSval of the peer's ACKs, which lets a
+//!   receiver measure the RTT (Linux `tcp_rcv_rtt_measure_ts()`).
 //! - Pacing (when the congestion control asks for it): one packet every size/rate, like Linux's
 //!   internal pacing; TSO/GSO bursts are not modelled.
 //!
@@ -65,6 +70,8 @@ enum XmitTimer {
     Rto,
     Probe,
     Reorder,
+    /// Zero-window persist timer (nothing outstanding).
+    Persist,
 }
 
 /// Static configuration of a sender.
@@ -109,6 +116,8 @@ pub struct SenderStats {
     pub rto_count: u64,
     pub tlp_count: u64,
     pub fast_recoveries: u64,
+    /// Zero-window probes sent.
+    pub window_probes: u64,
 }
 
 /// Whether the sender may put a new segment on the wire now.
@@ -173,6 +182,10 @@ pub struct TcpSender {
     snd_wnd: u64,
     /// When false, the owner (MPTCP) enforces the receive window at the data level.
     pub use_rwnd: bool,
+    /// Persist-timer backoff (probes sent since the window was last open).
+    persist_backoff: u32,
+    /// Newest TSval of the peer's ACKs, echoed on data (RFC 7323).
+    peer_ts: Time,
     pub stats: SenderStats,
     /// Start of the current wake-up, for the owner's timer bookkeeping.
     pub armed: Option<Time>,
@@ -237,6 +250,8 @@ impl TcpSender {
             max_in_flight: 0,
             snd_wnd: rwnd,
             use_rwnd: true,
+            persist_backoff: 0,
+            peer_ts: Time::ZERO,
             stats: SenderStats::default(),
             armed: None,
             delivered_since_loss: 0,
@@ -286,6 +301,13 @@ impl TcpSender {
     pub fn cwnd(&self) -> u32 {
         self.w.cwnd
     }
+    pub fn ssthresh(&self) -> u32 {
+        self.w.ssthresh
+    }
+    /// The receive window the peer last advertised, bytes.
+    pub fn snd_wnd(&self) -> u64 {
+        self.snd_wnd
+    }
     pub fn lost_out(&self) -> u32 {
         self.lost_out
     }
@@ -319,11 +341,28 @@ impl TcpSender {
         Room::Yes
     }
 
-    /// Receive-window room for one more new segment.
+    /// Receive-window room for one more new segment. A window smaller than one segment still
+    /// takes one when nothing is outstanding; a zero window takes none (see [`Self::arm_persist`]).
     pub fn rwnd_allows_new(&self) -> bool {
         !self.use_rwnd
-            || (self.packets_out() as u64 + 1) * self.cfg.mss as u64
-                <= self.snd_wnd.max(self.cfg.mss as u64)
+            || (self.snd_wnd > 0
+                && (self.packets_out() as u64 + 1) * self.cfg.mss as u64
+                    <= self.snd_wnd.max(self.cfg.mss as u64))
+    }
+
+    /// A zero window with nothing outstanding: start the persist timer (RTO backed off per probe,
+    /// at most `max_rto`) unless a timer runs. The owner calls this when it has data to send.
+    pub fn arm_persist(&mut self, now: Time) {
+        if !self.use_rwnd || self.snd_wnd > 0 || self.packets_out() > 0 {
+            return;
+        }
+        if self.xmit_timer.is_none() {
+            let t = self
+                .rto
+                .mul(1u64 << self.persist_backoff.min(30))
+                .min(self.cfg.max_rto);
+            self.xmit_timer = Some((now + t, XmitTimer::Persist));
+        }
     }
 
     /// Is a lost segment waiting for retransmission?
@@ -365,6 +404,9 @@ impl TcpSender {
     /// Send a new segment carrying data-level `dsn` of `len` bytes. The caller checked `room()`
     /// and `rwnd_allows_new()`.
     pub fn send_new(&mut self, dsn: u64, len: u32, now: Time, out: &mut impl FnMut(Packet)) {
+        if matches!(self.xmit_timer, Some((_, XmitTimer::Persist))) {
+            self.xmit_timer = None;
+        }
         if self.packets_out() == 0 {
             // Restarting from idle (Linux tcp_event_data_sent / cwnd_event TX_START).
             self.cc.cwnd_event(&mut self.w, CwndEvent::TxStart, now);
@@ -428,6 +470,7 @@ impl TcpSender {
             len: len as u16,
             dsn,
             ts: now,
+            ts_ecr: self.peer_ts,
             ..Default::default()
         });
         // Arm the retransmission timer if it is not running (RFC 6298 5.1). Retransmitting the
@@ -534,6 +577,21 @@ impl TcpSender {
             XmitTimer::Probe => {
                 self.send_probe(now, out, has_new_data, next_new);
             }
+            XmitTimer::Persist => {
+                self.stats.window_probes += 1;
+                self.persist_backoff += 1;
+                out(Packet {
+                    route: self.route,
+                    kind: Kind::Data,
+                    flags: flags::WINDOW_UPDATE,
+                    size: self.cfg.header as u16,
+                    seq: self.snd_nxt as u32,
+                    ts: now,
+                    ts_ecr: self.peer_ts,
+                    ..Default::default()
+                });
+                self.arm_persist(now);
+            }
         }
         true
     }
@@ -626,6 +684,10 @@ impl TcpSender {
         let prior_snd_una = self.snd_una;
         let prior_lost = self.lost_total;
         self.snd_wnd = ack.rwnd as u64;
+        if self.snd_wnd > 0 {
+            self.persist_backoff = 0;
+        }
+        self.peer_ts = self.peer_ts.max(ack.ts);
 
         let mut rs = RateSample {
             delivered: -1,
@@ -1125,6 +1187,59 @@ mod tests {
         }
         p.nsack = sacks.len() as u8;
         p
+    }
+
+    #[test]
+    fn zero_window_stops_new_data_and_the_persist_timer_probes() {
+        let mut s = sender(false, false);
+        let t0 = Time::ZERO;
+        send_n(&mut s, 2, t0);
+        // Both acked with a zero window: nothing outstanding, no new data allowed.
+        let mut a = ack(2, &[], t0);
+        a.rwnd = 0;
+        a.ts = Time::from_ms(7);
+        s.on_ack(&a, Time::from_ms(100), &Coupling::NONE);
+        assert!(!s.rwnd_allows_new());
+        // Persist timer: one RTO (the 1 s initial RTO; the ACK's RTT sample of 100 ms gives
+        // 100 + 4 * 50 = 300 ms) after now, then doubled per probe.
+        s.arm_persist(Time::from_ms(100));
+        assert_eq!(s.xmit_deadline(), Some(Time::from_ms(400)));
+        let mut out = Vec::new();
+        assert!(s.on_timer(Time::from_ms(400), &mut |p| out.push(p), true, || None));
+        assert_eq!(out.len(), 1);
+        let probe = out[0];
+        assert_eq!(
+            (
+                probe.len,
+                probe.flags & flags::WINDOW_UPDATE != 0,
+                probe.seq
+            ),
+            (0, true, 2)
+        );
+        assert_eq!(
+            probe.ts_ecr,
+            Time::from_ms(7),
+            "data echoes the ACK's TSval"
+        );
+        assert_eq!(s.packets_out(), 0, "a probe carries no data");
+        assert_eq!(
+            s.xmit_deadline(),
+            Some(Time::from_ms(1000)),
+            "backed off: 400 + 600"
+        );
+        assert_eq!(s.stats.window_probes, 1);
+        // The window opens: new data may go, and the next backoff starts over.
+        let mut a = ack(2, &[], t0);
+        a.rwnd = 65_535;
+        s.on_ack(&a, Time::from_ms(1100), &Coupling::NONE);
+        assert!(s.rwnd_allows_new());
+        let sent = send_n(&mut s, 1, Time::from_ms(1100));
+        assert_eq!(sent.len(), 1);
+        assert_eq!(
+            s.xmit_deadline(),
+            Some(Time::from_ms(1400)),
+            "sending replaced the persist timer by the RTO"
+        );
     }
 
     #[test]
