@@ -123,8 +123,7 @@ mod tests {
     use super::*;
     use railpath_scenario::Handoff;
 
-    fn flow(handoffs: Vec<Handoff>) -> Flow {
-        let text = r#"
+    const SCENARIO: &str = r#"
 [run]
 duration_s = 100
 [[link]]
@@ -140,7 +139,9 @@ cc = "newreno"
 paths = ["a", "b"]
 handoffs = [{ t_s = 10.0, to = "b" }]
 "#;
-        let mut s = railpath_scenario::parse_str(text, "t.toml").unwrap();
+
+    fn flow(handoffs: Vec<Handoff>) -> Flow {
+        let mut s = railpath_scenario::parse_str(SCENARIO, "t.toml").unwrap();
         s.flows[0].handoffs = handoffs;
         s.flows[0].clone()
     }
@@ -175,26 +176,11 @@ handoffs = [{ t_s = 10.0, to = "b" }]
 
     #[test]
     fn links_are_released_outside_their_spans() {
-        let mut s = railpath_scenario::parse_str(
-            r#"
-[run]
-duration_s = 100
-[[link]]
-id = "a"
-rate_mbps = 10
-[[link]]
-id = "b"
-rate_mbps = 1
-[[flow]]
-id = "f"
-kind = "tcp"
-cc = "newreno"
-paths = ["a", "b"]
-handoffs = [{ t_s = 10.0, to = "b", mode = "hard", gap_ms = 500.0 }]
-"#,
-            "t.toml",
-        )
-        .unwrap();
+        let text = SCENARIO.replace(
+            "handoffs = [{ t_s = 10.0, to = \"b\" }]",
+            "handoffs = [{ t_s = 10.0, to = \"b\", mode = \"hard\", gap_ms = 500.0 }]",
+        );
+        let mut s = railpath_scenario::parse_str(&text, "t.toml").unwrap();
         let steps = link_steps(&s, secs(100.0));
         assert_eq!(
             steps[0],

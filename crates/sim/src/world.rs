@@ -265,23 +265,13 @@ impl Builder<'_> {
 
     /// Routes of subflow `sub` of flow `fi` over link `li`: (data, ACK).
     fn routes(&mut self, fi: usize, sub: u16, li: usize) -> (u32, u32) {
-        let data = self.net.add_route(vec![
-            Hop::Dir(self.links[li].fwd),
-            Hop::Sink(Endpoint {
-                flow: fi as u32,
-                sub,
-                side: Side::Receiver,
-            }),
-        ]);
-        let ack = self.net.add_route(vec![
-            Hop::Dir(self.links[li].rev),
-            Hop::Sink(Endpoint {
-                flow: fi as u32,
-                sub,
-                side: Side::Sender,
-            }),
-        ]);
-        (data, ack)
+        let mut route = |dir: u32, side: Side| {
+            let flow = fi as u32;
+            let end = Hop::Sink(Endpoint { flow, sub, side });
+            self.net.add_route(vec![Hop::Dir(dir), end])
+        };
+        let (fwd, rev) = (self.links[li].fwd, self.links[li].rev);
+        (route(fwd, Side::Receiver), route(rev, Side::Sender))
     }
 
     fn link_of(&self, f: &railpath_scenario::Flow, p: &str) -> Result<usize, SimError> {
