@@ -64,7 +64,7 @@ const CASES: &[(&str, &[&str])] = &[
     ),
     (
         "tcp_two_paths.toml",
-        &["flow[0].paths: line 20: a tcp flow takes exactly one link, found 2"],
+        &["flow[0].paths: line 20: a tcp flow takes exactly one link (more only with handoffs), found 2"],
     ),
     (
         "both_buffers.toml",
