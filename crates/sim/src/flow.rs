@@ -517,6 +517,7 @@ impl TcpFlow {
                 HandoffStats {
                     events: h.records.clone(),
                     window_probes: st.window_probes,
+                    fast_recoveries: st.fast_recoveries,
                     zero_window_acks: fs.map_or(0, |f| f.zero_window_acks),
                     held_acks: fs.map_or(0, |f| f.held_acks),
                 }

@@ -61,6 +61,8 @@ pub struct HandoffStats {
     pub events: Vec<HandoffRecord>,
     /// Zero-window probes the sender sent.
     pub window_probes: u64,
+    /// Fast retransmits (recoveries entered on duplicate ACKs or SACKs) over the run.
+    pub fast_recoveries: u64,
     /// TCP-FS: ACKs sent with a zero window, and ACKs withheld while holding.
     pub zero_window_acks: u64,
     pub held_acks: u64,

@@ -9,11 +9,13 @@
 //! 3. ACK holding: at completion the receiver reopens its window with one window update, then
 //!    sends no ACK for `(1 + margin) RTO`, RTO being its own estimate of the sender's:
 //!    ```text
+//!    rttvar <- (1 - beta) rttvar + beta |srtt - rtt|
 //!    srtt   <- (1 - alpha) srtt + alpha rtt
-//!    rttvar <- (1 - beta) rttvar + beta |srtt - rtt|      (with the srtt just updated)
 //!    rto     = max(srtt + k rttvar, min_rto)
 //!    ```
-//!    in the paper's order; the first sample sets srtt = rtt, rttvar = rtt / 2 (RFC 6298 2.2).
+//!    in the order of the paper's equation 2 (RTTvar from the srtt before the sample, then sRTT,
+//!    as RFC 6298 2.3 and the stock sender do; seeds.md lists sRTT first, the original does
+//!    not); the first sample sets srtt = rtt, rttvar = rtt / 2 (RFC 6298 2.2).
 //!    The stock sender's retransmission timer fires on the data it sent into the reopened
 //!    window, and it slow-starts from one segment. Data that arrives during holding is accepted
 //!    and delivered, not acknowledged; data arriving after it is acknowledged as usual.
@@ -54,8 +56,8 @@ impl RtoEstimator {
         self.est = Some(match self.est {
             None => (r, r / 2.0),
             Some((srtt, rttvar)) => {
-                let srtt = (1.0 - self.alpha) * srtt + self.alpha * r;
                 let rttvar = (1.0 - self.beta) * rttvar + self.beta * (srtt - r).abs();
+                let srtt = (1.0 - self.alpha) * srtt + self.alpha * r;
                 (srtt, rttvar)
             }
         });
@@ -194,10 +196,10 @@ mod tests {
     fn rto_estimate_follows_the_papers_equations() {
         // alpha 1/8, beta 1/4, k 4, no floor. Samples 100, 120, 80 ms:
         // 1st: srtt 100, rttvar 50 -> rto 300.
-        // 2nd: srtt = 0.875*100 + 0.125*120 = 102.5; rttvar = 0.75*50 + 0.25*|102.5-120| = 41.875
-        //      -> rto = 102.5 + 167.5 = 270.
-        // 3rd: srtt = 0.875*102.5 + 0.125*80 = 99.6875; rttvar = 0.75*41.875 + 0.25*19.6875
-        //      = 36.328125 -> rto = 99.6875 + 145.3125 = 245.
+        // 2nd: rttvar = 0.75*50 + 0.25*|100-120| = 42.5; srtt = 0.875*100 + 0.125*120 = 102.5
+        //      -> rto = 102.5 + 170 = 272.5.
+        // 3rd: rttvar = 0.75*42.5 + 0.25*|102.5-80| = 37.5; srtt = 0.875*102.5 + 0.125*80
+        //      = 99.6875 -> rto = 99.6875 + 150 = 249.6875.
         let mut e = RtoEstimator::new(0.125, 0.25, 4.0, Time::ZERO);
         assert_eq!(
             e.rto(),
@@ -207,9 +209,9 @@ mod tests {
         e.sample(ms(100.0));
         assert_eq!(e.rto(), ms(300.0));
         e.sample(ms(120.0));
-        assert!((e.rto().ms_f64() - 270.0).abs() < 1e-6, "{:?}", e.rto());
+        assert!((e.rto().ms_f64() - 272.5).abs() < 1e-6, "{:?}", e.rto());
         e.sample(ms(80.0));
-        assert!((e.rto().ms_f64() - 245.0).abs() < 1e-6, "{:?}", e.rto());
+        assert!((e.rto().ms_f64() - 249.6875).abs() < 1e-6, "{:?}", e.rto());
         assert!((e.srtt().unwrap().ms_f64() - 99.6875).abs() < 1e-6);
         // A floor above the estimate wins.
         let mut f = RtoEstimator::new(0.125, 0.25, 4.0, ms(400.0));
