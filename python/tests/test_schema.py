@@ -26,8 +26,10 @@ def _run(cli: pathlib.Path, *args: str) -> None:
 
 def test_every_example_summary_and_a_learned_table_are_valid(root, cli, tmp_path):
     summary = _schema(root, "summary.schema.json")
-    examples = sorted((root / "scenarios").glob("*.toml")) + sorted(
-        (root / "scenarios" / "pha").glob("*.toml")
+    examples = (
+        sorted((root / "scenarios").glob("*.toml"))
+        + sorted((root / "scenarios" / "pha").glob("*.toml"))
+        + sorted((root / "scenarios" / "tcp-fs").glob("*.toml"))
     )
     assert len(examples) >= 7
     for sc in examples:
@@ -50,9 +52,10 @@ def test_every_example_summary_and_a_learned_table_are_valid(root, cli, tmp_path
     table.validate(json.loads(learned.read_text()))
 
 
-def test_a_reproduction_summary_is_valid(root, cli, tmp_path):
-    _run(cli, "repro", "pha", "--seeds", "2", "--out", str(tmp_path))
-    doc = json.loads((tmp_path / "pha" / "summary.json").read_text())
+@pytest.mark.parametrize("paper", ["pha", "tcp-fs"])
+def test_a_reproduction_summary_is_valid(root, cli, tmp_path, paper):
+    _run(cli, "repro", paper, "--seeds", "2", "--out", str(tmp_path))
+    doc = json.loads((tmp_path / paper / "summary.json").read_text())
     _schema(root, "repro-summary.schema.json").validate(doc)
 
 

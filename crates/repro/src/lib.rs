@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 pub mod pha;
 pub mod stats;
 pub mod svg;
+pub mod tcp_fs;
 
 /// The `format` of a reproduction summary.
 pub const FORMAT: &str = "railpath-repro/1";
@@ -107,12 +108,20 @@ pub struct Paper {
 }
 
 /// Every paper reproduced so far.
-pub const PAPERS: &[Paper] = &[Paper {
-    name: "pha",
-    title: "PHA: proactive handover-aware MPTCP scheduling on high-speed trains",
-    source: "000_974d784f7c8d79bb.txt",
-    run: pha::run,
-}];
+pub const PAPERS: &[Paper] = &[
+    Paper {
+        name: "pha",
+        title: "PHA: proactive handover-aware MPTCP scheduling on high-speed trains",
+        source: "000_974d784f7c8d79bb.txt",
+        run: pha::run,
+    },
+    Paper {
+        name: "tcp-fs",
+        title: "TCP-FS: receiver-initiated slow start across vertical handoffs",
+        source: "002_d893380a32320789.txt",
+        run: tcp_fs::run,
+    },
+];
 
 /// Paper names, for errors and help.
 pub fn names() -> Vec<&'static str> {

@@ -110,7 +110,7 @@ fn around_mean(runs: &[Run]) -> Vec<(f64, f64)> {
 }
 
 /// `f` over `jobs` on `threads` threads, results in the jobs' order; the first error wins.
-fn par_map<J: Sync, R: Send>(
+pub(crate) fn par_map<J: Sync, R: Send>(
     threads: usize,
     jobs: &[J],
     f: impl Fn(&J) -> Result<R, String> + Sync,
