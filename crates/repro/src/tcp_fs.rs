@@ -66,7 +66,7 @@ struct Out {
     rto_count: u64,
     bin_s: f64,
     mss: f64,
-    /// Per bin (kept for the main rate only): bytes sent, goodput, cwnd, ssthresh, sequence.
+    /// Per bin (kept at the main WLAN rate only): bytes sent, goodput, cwnd, ssthresh, sequence.
     sent: Vec<f64>,
     goodput: Vec<f64>,
     cwnd: Vec<f64>,
@@ -144,7 +144,7 @@ fn one(job: &Job) -> Result<Out, String> {
     let f = &r.summary.flows[0];
     let h = f.handoffs.as_ref();
     let ev = h.and_then(|h| h.events.first());
-    let keep = job.wlan == MAIN_WLAN && !job.until_handoff && job.variant == 0;
+    let keep = job.wlan == MAIN_WLAN && !job.until_handoff;
     let series = |m: &str| -> Vec<f64> {
         if !keep {
             return Vec::new();
@@ -614,6 +614,13 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
                 .filter(|(t, _)| *t >= lo && *t <= hi)
                 .collect()
         };
+        // An ssthresh never set (the initial "infinite" one) is left out of the plot.
+        let ssthresh = |o: &Out| -> Vec<(f64, f64)> {
+            trace(o, &o.ssthresh, 1.0 / o.mss.max(1.0), -2.0, 12.0)
+                .into_iter()
+                .map(|(t, y)| (t, if y > 1e6 { f64::NAN } else { y }))
+                .collect()
+        };
         let seg = 1.0 / nr.mss.max(1.0);
         figs.push_str(&svg::lines(
             &format!(
@@ -624,28 +631,29 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
             "segments",
             &[
                 ("NewReno cwnd".into(), trace(&nr, &nr.cwnd, seg, -2.0, 12.0)),
-                (
-                    "NewReno ssthresh".into(),
-                    trace(&nr, &nr.ssthresh, seg, -2.0, 12.0),
-                ),
+                ("NewReno ssthresh".into(), ssthresh(&nr)),
                 ("TCP-FS cwnd".into(), trace(&fs, &fs.cwnd, seg, -2.0, 12.0)),
-                (
-                    "TCP-FS ssthresh".into(),
-                    trace(&fs, &fs.ssthresh, seg, -2.0, 12.0),
-                ),
+                ("TCP-FS ssthresh".into(), ssthresh(&fs)),
             ],
         ));
+        // The sequence number of the last segment sent in each bin, from where it was at the
+        // handoff's start (a retransmission shows as a step back).
+        let rel = |o: &Out| -> Vec<(f64, f64)> {
+            let k0 = ((t0 / o.bin_s).round() as usize).min(o.seq.len().saturating_sub(1));
+            let base = o.seq.get(k0).copied().unwrap_or(0.0);
+            trace(o, &o.seq, 1.0, -2.0, 12.0)
+                .into_iter()
+                .map(|(t, y)| (t, (y - base) / 1e3))
+                .collect()
+        };
         figs.push_str(&svg::lines(
             &format!(
-                "{}: sequence number of each segment sent (seed 1)",
+                "{}: sequence number sent, from the handoff's start (seed 1)",
                 capital(dname)
             ),
             "time from the handoff's start (s)",
-            "sequence number (MB)",
-            &[
-                ("NewReno".into(), trace(&nr, &nr.seq, 1e-6, -2.0, 12.0)),
-                ("TCP-FS".into(), trace(&fs, &fs.seq, 1e-6, -2.0, 12.0)),
-            ],
+            "sequence number (KB)",
+            &[("NewReno".into(), rel(&nr)), ("TCP-FS".into(), rel(&fs))],
         ));
     }
     figs.push_str(&svg::lines(
