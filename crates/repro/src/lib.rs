@@ -156,6 +156,24 @@ pub fn run(which: &str, opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Vec
     Ok(out)
 }
 
+/// The claims of a summary as HTML table rows: claim, verdict, evidence.
+pub fn claim_rows(s: &Summary) -> String {
+    let mut out = String::new();
+    for c in &s.claims {
+        let (class, verdict) = if c.holds {
+            ("holds", "holds")
+        } else {
+            ("fails", "does not hold")
+        };
+        out.push_str(&format!(
+            "<tr><td>{}</td><td class=\"{class}\">{verdict}</td><td>{}</td></tr>\n",
+            svg::esc(&c.text),
+            svg::esc(&c.evidence)
+        ));
+    }
+    out
+}
+
 pub fn write_json<T: Serialize>(path: &Path, v: &T) -> Result<(), String> {
     let mut text = serde_json::to_string_pretty(v).map_err(|e| e.to_string())?;
     text.push('\n');

@@ -250,7 +250,8 @@ fn improvement(base: &[Run], with: &[Run], f: impl Fn(&Run) -> f64) -> Vec<f64> 
         .collect()
 }
 
-fn number(id: &str, paper: Option<f64>, v: &[f64], unit: &str) -> Number {
+/// A number of the summary: the mean of `v` with its 95% interval.
+pub(crate) fn number(id: &str, paper: Option<f64>, v: &[f64], unit: &str) -> Number {
     let (m, lo, hi) = ci95(v);
     Number {
         id: id.into(),
@@ -1114,17 +1115,7 @@ fn report(
     kernel: &str,
 ) -> String {
     let num = |id: &str| s.numbers.iter().find(|n| n.id == id).cloned();
-    let mut claims = String::new();
-    for c in &s.claims {
-        let _ = writeln!(
-            claims,
-            "<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>",
-            esc(&c.text),
-            if c.holds { "holds" } else { "fails" },
-            if c.holds { "holds" } else { "does not hold" },
-            esc(&c.evidence)
-        );
-    }
+    let claims = crate::claim_rows(s);
     let tcp_avg = num("tcp-avg-throughput-mbps")
         .map(|n| fmt_ci(&n))
         .unwrap_or_default();

@@ -11,7 +11,7 @@
 //! send" is, per seed, from the handoff's start to the end of TCP-FS's ACK holding; bytes "sent"
 //! are bytes the sender put on the wire (retransmissions included), counted in 10 ms bins.
 
-use crate::pha::par_map;
+use crate::pha::{number, par_map};
 use crate::stats::ci95;
 use crate::svg::{self, esc};
 use crate::{Claim, Number, Options, Summary, FORMAT};
@@ -171,17 +171,6 @@ fn one(job: &Job) -> Result<Out, String> {
     })
 }
 
-fn number(id: &str, paper: Option<f64>, v: &[f64], unit: &str) -> Number {
-    let (m, lo, hi) = ci95(v);
-    Number {
-        id: id.into(),
-        paper,
-        railpath: m,
-        ci95: [lo, hi],
-        unit: unit.into(),
-    }
-}
-
 fn fmt(n: &Number) -> String {
     if n.ci95[0] == n.ci95[1] {
         format!("{:.1}", n.railpath)
@@ -233,45 +222,28 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
         log("tcp-fs: no kernel side: a vertical handoff needs a client with two interfaces, and the testbed's clients have one (the simulator's runs follow)");
     }
     let seeds: Vec<u64> = (1..=opts.seeds.max(2)).collect();
+    // Per direction: the sweep (every WLAN rate, NewReno and TCP-FS), the runs up to the
+    // handoff, and the variants at the main rate.
     let mut jobs = Vec::new();
-    for d in 0..DIRS.len() {
-        for &wlan in &WLAN_MBPS {
-            for fs in [false, true] {
-                for &seed in &seeds {
-                    jobs.push(Job {
-                        dir: d,
-                        fs,
-                        seed,
-                        wlan,
-                        until_handoff: false,
-                        variant: 0,
-                    });
-                }
-            }
-        }
-        for &seed in &seeds {
-            jobs.push(Job {
-                dir: d,
-                fs: false,
+    for dir in 0..DIRS.len() {
+        let mut add = |wlan: f64, fs: bool, until_handoff: bool, variant: usize| {
+            jobs.extend(seeds.iter().map(|&seed| Job {
+                dir,
+                fs,
                 seed,
-                wlan: MAIN_WLAN,
-                until_handoff: true,
-                variant: 0,
-            });
+                wlan,
+                until_handoff,
+                variant,
+            }))
+        };
+        for &wlan in &WLAN_MBPS {
+            add(wlan, false, false, 0);
+            add(wlan, true, false, 0);
         }
+        add(MAIN_WLAN, false, true, 0);
         for variant in 1..VARIANTS.len() {
-            for fs in [false, true] {
-                for &seed in &seeds {
-                    jobs.push(Job {
-                        dir: d,
-                        fs,
-                        seed,
-                        wlan: MAIN_WLAN,
-                        until_handoff: false,
-                        variant,
-                    });
-                }
-            }
+            add(MAIN_WLAN, false, false, variant);
+            add(MAIN_WLAN, true, false, variant);
         }
     }
     log(&format!(
@@ -862,17 +834,7 @@ fn report(
     variant_rows: &str,
     figs: &str,
 ) -> String {
-    let mut claims = String::new();
-    for c in &s.claims {
-        let _ = writeln!(
-            claims,
-            "<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>",
-            esc(&c.text),
-            if c.holds { "holds" } else { "fails" },
-            if c.holds { "holds" } else { "does not hold" },
-            esc(&c.evidence)
-        );
-    }
+    let claims = crate::claim_rows(s);
     let held = s.claims.iter().filter(|c| c.holds).count();
     format!(
         r#"<!doctype html>
