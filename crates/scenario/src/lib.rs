@@ -274,8 +274,10 @@ pub const MECHANISMS: &[(&str, FlowKind)] = &[
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum HandoffMode {
-    /// Make-before-break: the new link carries from `t_s`; the old one keeps delivering what it
-    /// holds for `overlap_ms`, then is released (what it still holds is lost).
+    /// Make-before-break: the new link is attached at `t_s`; the flow keeps the old one until
+    /// the handoff completes at `t_s + duration_ms`, then takes the new one, and the old one
+    /// delivers what it still holds for `overlap_ms` before it is released (what it holds then
+    /// is lost).
     #[default]
     Soft,
     /// Break-before-make: the old link is released at `t_s` (what it holds is lost) and the new
@@ -292,20 +294,31 @@ pub struct Handoff {
     pub to: String,
     #[serde(default)]
     pub mode: HandoffMode,
-    /// soft: how long both links carry (default 0).
+    /// soft: the handoff's execution, from its start to its completion (default 0).
+    pub duration_ms: Option<f64>,
+    /// soft: how long the old link delivers what it holds after completion (default 0).
     pub overlap_ms: Option<f64>,
-    /// hard: how long neither carries (default 0).
+    /// hard: how long neither link carries (default 0).
     pub gap_ms: Option<f64>,
 }
 
 impl Handoff {
-    /// Start and completion, seconds: soft `[t, t + overlap]`, hard `[t, t + gap]`.
+    /// Start and completion, seconds: soft `[t, t + duration]`, hard `[t, t + gap]`.
     pub fn span_s(&self) -> (f64, f64) {
         let d = match self.mode {
-            HandoffMode::Soft => self.overlap_ms.unwrap_or(0.0),
+            HandoffMode::Soft => self.duration_ms.unwrap_or(0.0),
             HandoffMode::Hard => self.gap_ms.unwrap_or(0.0),
         };
         (self.t_s, self.t_s + d / 1e3)
+    }
+
+    /// When the old link is released, seconds: soft at completion plus the overlap, hard at the
+    /// start.
+    pub fn release_s(&self) -> f64 {
+        match self.mode {
+            HandoffMode::Soft => self.span_s().1 + self.overlap_ms.unwrap_or(0.0) / 1e3,
+            HandoffMode::Hard => self.t_s,
+        }
     }
 }
 

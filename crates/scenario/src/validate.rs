@@ -613,7 +613,7 @@ impl Scenario {
                 return Err(c.err(
                     hk("t_s"),
                     format!(
-                        "a handoff starts at {} s, before the one before it completes ({} s): give handoffs in time order, one at a time",
+                        "a handoff starts at {} s, before the one before it completes and releases its old link ({} s): give handoffs in time order, one at a time",
                         show_num(h.t_s),
                         show_num(free_at)
                     ),
@@ -639,24 +639,34 @@ impl Scenario {
                 crate::HandoffMode::Soft if h.gap_ms.is_some() => {
                     return Err(c.err(
                         hk("gap_ms"),
-                        "only for mode = \"hard\" (a soft handoff has overlap_ms)",
+                        "only for mode = \"hard\" (a soft handoff has duration_ms and overlap_ms)",
                     ))
                 }
-                crate::HandoffMode::Hard if h.overlap_ms.is_some() => {
+                crate::HandoffMode::Hard if h.overlap_ms.is_some() || h.duration_ms.is_some() => {
+                    let key = if h.overlap_ms.is_some() {
+                        "overlap_ms"
+                    } else {
+                        "duration_ms"
+                    };
                     return Err(c.err(
-                        hk("overlap_ms"),
+                        hk(key),
                         "only for mode = \"soft\" (a hard handoff has gap_ms)",
-                    ))
+                    ));
                 }
                 _ => {}
             }
-            for (key, v) in [("overlap_ms", h.overlap_ms), ("gap_ms", h.gap_ms)] {
+            for (key, v) in [
+                ("duration_ms", h.duration_ms),
+                ("overlap_ms", h.overlap_ms),
+                ("gap_ms", h.gap_ms),
+            ] {
                 if let Some(v) = v {
                     c.range(&hk(key), v, 0.0, false, 3.6e6, "ms")?;
                 }
             }
             current = h.to.clone();
-            free_at = h.span_s().1;
+            // The next handoff may start once this one completed and its old link is released.
+            free_at = h.span_s().1.max(h.release_s());
         }
         if let Some(o) = &f.tcp_fs {
             let tk = |x: &str| k(&format!("tcp_fs.{x}"));
@@ -1219,15 +1229,21 @@ paths = ["a"]
         );
         fails(
             p,
-            &two("handoffs = [{ t_s = 5.0, to = \"b\", overlap_ms = 2000.0 }, { t_s = 6.0, to = \"a\" }]"),
+            &two("handoffs = [{ t_s = 5.0, to = \"b\", duration_ms = 1000.0, overlap_ms = 1000.0 }, { t_s = 6.0, to = \"a\" }]"),
             "flow[0].handoffs[1].t_s",
-            "before the one before it completes (7 s)",
+            "releases its old link (7 s)",
         );
         fails(
             p,
             &two("handoffs = [{ t_s = 5.0, to = \"b\", gap_ms = 10.0 }]"),
             "flow[0].handoffs[0].gap_ms",
             "only for mode = \"hard\"",
+        );
+        fails(
+            p,
+            &two("handoffs = [{ t_s = 5.0, to = \"b\", mode = \"hard\", duration_ms = 10.0 }]"),
+            "flow[0].handoffs[0].duration_ms",
+            "only for mode = \"soft\"",
         );
         fails(
             p,

@@ -1,9 +1,10 @@
 //! Vertical handoffs (the TCP-FS paper, seeds.md section 3): a tcp flow's path moves from one
 //! link to another at given times.
 //!
-//! - Soft (make-before-break) at `t` with overlap `o`: the new link is attached at `t` and data
-//!   takes it from then on; the old link keeps delivering what it already carries, and the
-//!   mobile node's ACKs, until `t + o`, when it is released. Completion is `t + o`.
+//! - Soft (make-before-break) at `t`, lasting `d`, with overlap `o`: the new link is attached at
+//!   `t`; data and the mobile node's ACKs keep the old link until the handoff completes at
+//!   `t + d` (the correspondent learns the new address then) and take the new one from then on;
+//!   the old link delivers what it still holds until `t + d + o`, when it is released.
 //! - Hard (break-before-make) at `t` with gap `g`: the old link is released at `t`; the new one
 //!   is attached, and carries the flow, from `t + g`. Completion is `t + g`.
 //!
@@ -28,9 +29,10 @@ fn attached(f: &Flow, end: Time) -> Vec<Vec<(Time, Time)>> {
         let (t, tc) = h.span_s();
         let (t, tc) = (Time::from_secs_f64(t), Time::from_secs_f64(tc));
         let to = index(&h.to);
-        let (release, attach) = match h.mode {
-            HandoffMode::Soft => (tc, t),
-            HandoffMode::Hard => (t, tc),
+        let release = Time::from_secs_f64(h.release_s());
+        let attach = match h.mode {
+            HandoffMode::Soft => t,
+            HandoffMode::Hard => tc,
         };
         out[cur].push((since, release.min(end)));
         cur = to;
@@ -85,12 +87,8 @@ pub(crate) fn flow_handoffs(
         let (t, tc) = h.span_s();
         let (ts, tcs) = (Time::from_secs_f64(t), Time::from_secs_f64(tc));
         let to = index(&h.to);
-        let route_at = match h.mode {
-            HandoffMode::Soft => ts,
-            HandoffMode::Hard => tcs,
-        };
-        steps.push((route_at, HandoffStep::Route(to)));
-        // The mobile node's ACKs keep its old interface while it is up.
+        // Both ways the flow moves when the handoff completes.
+        steps.push((tcs, HandoffStep::Route(to)));
         steps.push((tcs, HandoffStep::AckRoute(to)));
         if tcp_fs.is_some() {
             steps.push((ts + detect, HandoffStep::Start(k)));
@@ -151,7 +149,8 @@ handoffs = [{ t_s = 10.0, to = "b" }]
             t_s,
             to: to.into(),
             mode,
-            overlap_ms: (mode == HandoffMode::Soft).then_some(ms),
+            duration_ms: (mode == HandoffMode::Soft).then_some(ms),
+            overlap_ms: (mode == HandoffMode::Soft).then_some(1000.0),
             gap_ms: (mode == HandoffMode::Hard).then_some(ms),
         }
     }
@@ -163,14 +162,15 @@ handoffs = [{ t_s = 10.0, to = "b" }]
     #[test]
     fn soft_overlaps_and_hard_leaves_a_gap() {
         let end = secs(100.0);
-        // a until 10 + 2 (soft: released at the overlap's end), b from 10 until 50; hard back
-        // to a: b released at 50, a attached at 50.5.
+        // Soft at 10 s lasting 2 s, overlap 1 s: a until 13 (released after completion plus the
+        // overlap), b attached from 10 until 50; hard back to a: b released at 50, a attached
+        // at 50.5.
         let f = flow(vec![
             h(10.0, "b", HandoffMode::Soft, 2000.0),
             h(50.0, "a", HandoffMode::Hard, 500.0),
         ]);
         let spans = attached(&f, end);
-        assert_eq!(spans[0], vec![(Time::ZERO, secs(12.0)), (secs(50.5), end)]);
+        assert_eq!(spans[0], vec![(Time::ZERO, secs(13.0)), (secs(50.5), end)]);
         assert_eq!(spans[1], vec![(secs(10.0), secs(50.0))]);
     }
 
@@ -214,8 +214,8 @@ handoffs = [{ t_s = 10.0, to = "b" }]
         assert_eq!(
             h.steps,
             vec![
-                (secs(10.0), HandoffStep::Route(1)),
                 (secs(10.1), HandoffStep::Start(0)),
+                (secs(11.0), HandoffStep::Route(1)),
                 (secs(11.0), HandoffStep::AckRoute(1)),
                 (secs(11.1), HandoffStep::Complete(0)),
             ]

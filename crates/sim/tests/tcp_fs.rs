@@ -41,12 +41,12 @@ fn highest_sent(r: &RunResults, a: f64, b: f64) -> f64 {
 }
 
 /// No new data leaves while frozen: the highest sequence sent once the zero window has reached
-/// the sender (within 0.3 s over the old uplink) stays where it was until the window reopens.
-/// Retransmissions of data already sent may leave (a stock sender's timer keeps running for data
-/// in flight on the slow new path).
+/// the sender (within 0.3 s over the old uplink) stays where it was until the handoff completes
+/// at 41 s (the window update then crosses the new uplink). Retransmissions of data already
+/// sent may leave.
 fn assert_frozen(r: &RunResults, what: &str) {
     let before = highest_sent(r, 0.0, 40.3);
-    let frozen = highest_sent(r, 40.3, 42.0);
+    let frozen = highest_sent(r, 40.3, 41.0);
     assert!(
         frozen <= before,
         "{what}: new data while frozen ({frozen} > {before})"
@@ -60,20 +60,28 @@ fn the_freeze_stops_the_sender_for_exactly_the_handoff() {
         let f = &r.summary.flows[0];
         let h = f.handoffs.as_ref().unwrap();
         let e = &h.events[0];
-        assert_eq!((e.start_s, e.complete_s), (40.0, 42.0), "{name}");
+        assert_eq!((e.start_s, e.complete_s), (40.0, 41.0), "{name}");
         assert_eq!(
             (e.frozen_s, e.reopened_s),
-            (Some(40.0), Some(42.0)),
+            (Some(40.0), Some(41.0)),
             "{name}"
         );
-        assert!(h.zero_window_acks > 0 && h.held_acks > 0, "{name}: {h:?}");
+        assert!(h.zero_window_acks > 0, "{name}: {h:?}");
+        // Downward the holding (from the W-CDMA RTTs) outlasts the data's trip over the WLAN,
+        // so ACKs are held. Upward it is set from the WLAN's RTTs (200 ms, the floor) and ends
+        // before the first data has crossed W-CDMA: nothing to hold (docs/models/handoff.md).
+        if name == "downward" {
+            assert!(h.held_acks > 0, "{name}: {h:?}");
+        } else {
+            assert_eq!(e.receiver_rto_ms, Some(200.0), "{h:?}");
+        }
         let sent = series(&r, "sent_bytes");
         assert_frozen(&r, name);
         // Before the freeze reached it the sender was sending.
         let before: f64 = sent[bins(&r, 39.0, 40.0)].iter().sum();
         assert!(before > 0.0, "{name}");
         // And after the window reopened it sends again.
-        let after: f64 = sent[bins(&r, 42.0, 44.0)].iter().sum();
+        let after: f64 = sent[bins(&r, 41.0, 44.0)].iter().sum();
         assert!(after > 0.0, "{name}");
     }
 }
@@ -82,7 +90,7 @@ fn the_freeze_stops_the_sender_for_exactly_the_handoff() {
 fn the_mobility_detector_delay_shifts_the_freeze() {
     let r = railpath_sim::run(&load(UPWARD, &[FS, "flow.mn.tcp_fs={detect_ms=150.0}"])).unwrap();
     let e = &r.summary.flows[0].handoffs.as_ref().unwrap().events[0];
-    assert_eq!((e.frozen_s, e.reopened_s), (Some(40.15), Some(42.15)));
+    assert_eq!((e.frozen_s, e.reopened_s), (Some(40.15), Some(41.15)));
     let rto = e.receiver_rto_ms.unwrap();
     let hold = e.hold_until_s.unwrap() - e.reopened_s.unwrap();
     assert!(
@@ -93,16 +101,15 @@ fn the_mobility_detector_delay_shifts_the_freeze() {
 }
 
 #[test]
-fn the_held_acks_force_a_timeout_and_a_slow_start() {
-    // After the window reopens the NewReno sender (no SACK, so no tail-loss probe) sends into it
-    // and hears nothing back: its timer fires within 1 s of the end of holding (the data it sent
-    // takes 0.2-0.8 s to cross the W-CDMA link, and what arrives during holding is never
-    // acknowledged on its own) and it restarts from one segment with ssthresh = max(cwnd / 2, 2)
-    // of the window it had then (RFC 5681 (4), Linux's cwnd-based rule). Several handoff times:
-    // the phase of the sender's window differs.
+fn after_the_window_reopens_the_sender_times_out_and_slow_starts() {
+    // Upward, the NewReno sender (no SACK, so no tail-loss probe) sends into the reopened
+    // window over W-CDMA with the RTO it had on the WLAN (200 ms, less than one W-CDMA round
+    // trip): its timer fires within 1 s of the end of holding, held ACKs or not, and it restarts
+    // from one segment with ssthresh = max(cwnd / 2, 2) of the window it had then (RFC 5681
+    // (4), Linux's cwnd-based rule). Several handoff times: the phase of the window differs.
     for t in ["39.6", "39.75", "40.0", "40.25", "40.4"] {
         let h = format!(
-            "flow.mn.handoffs=[{{t_s={t}, to=\"wcdma\", mode=\"soft\", overlap_ms=2000.0}}]"
+            "flow.mn.handoffs=[{{t_s={t}, to=\"wcdma\", mode=\"soft\", duration_ms=1000.0, overlap_ms=2000.0}}]"
         );
         let r = railpath_sim::run(&load(UPWARD, &[FS, &h])).unwrap();
         let e = &r.summary.flows[0].handoffs.as_ref().unwrap().events[0];
@@ -132,10 +139,7 @@ fn tcp_fs_with_newreno_and_cubic_with_and_without_sack() {
             let r = railpath_sim::run(&load(UPWARD, &[FS, &cc_set, &sack_set])).unwrap();
             let f = &r.summary.flows[0];
             let h = f.handoffs.as_ref().unwrap();
-            assert!(
-                h.zero_window_acks > 0 && h.held_acks > 0,
-                "{cc} sack={sack}"
-            );
+            assert!(h.zero_window_acks > 0, "{cc} sack={sack}");
             assert_frozen(&r, &format!("{cc} sack={sack}"));
             // The flow goes on over the new link. (Whether the holding forces a timeout depends
             // on the receiver's RTO estimate against the sender's; with SACK a tail-loss probe
@@ -187,7 +191,7 @@ fn a_hard_handoff_loses_what_the_old_link_held() {
     // Break-before-make with a 300 ms gap: nothing arrives in the gap, the old link drops what
     // it held, and the flow carries on over the new link.
     let text = UPWARD.replace(
-        "handoffs = [{ t_s = 40.0, to = \"wcdma\", mode = \"soft\", overlap_ms = 2000.0 }]",
+        "handoffs = [{ t_s = 40.0, to = \"wcdma\", mode = \"soft\", duration_ms = 1000.0, overlap_ms = 2000.0 }]",
         "handoffs = [{ t_s = 40.0, to = \"wcdma\", mode = \"hard\", gap_ms = 300.0 }]",
     );
     assert_ne!(text, UPWARD);
