@@ -285,6 +285,15 @@ pub enum HandoffMode {
     Hard,
 }
 
+impl HandoffMode {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            HandoffMode::Soft => "soft",
+            HandoffMode::Hard => "hard",
+        }
+    }
+}
+
 /// A vertical handoff of a tcp flow (TCP-FS paper, seeds.md section 3).
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]

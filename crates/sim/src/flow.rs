@@ -152,10 +152,8 @@ pub(crate) fn take_wake(armed: &mut Option<Time>, now: Time) -> bool {
 /// per step, in order).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum HandoffStep {
-    /// Data takes path `j` from now on (packets already on a link stay on it).
+    /// Data and ACKs take path `j` from now on (packets already on a link stay on it).
     Route(usize),
-    /// ACKs take path `j` from now on.
-    AckRoute(usize),
     /// The mobility detector signals handoff `k`'s start / completion to the receiver.
     Start(usize),
     Complete(usize),
@@ -400,18 +398,24 @@ impl TcpFlow {
         }
     }
 
-    /// Send an ACK now, unless TCP-FS holds it; its window is TCP-FS's while frozen. ACKs carry
-    /// the receiver's clock as TSval (RFC 7323), which the sender echoes on data.
+    /// Send an ACK now, unless TCP-FS holds it.
     fn send_ack(&mut self, net: &mut Net) {
-        let now = net.now();
-        let mut ack = self.receiver.build_ack(self.ack_route);
         if let Some(fs) = self.handoffs.as_mut().and_then(|h| h.fs.as_mut()) {
-            if !fs.may_ack(now) {
+            if !fs.may_ack(net.now()) {
                 return;
             }
+        }
+        self.emit_ack(net);
+    }
+
+    /// Put an ACK on the wire; its window is TCP-FS's (zero while frozen). ACKs carry the
+    /// receiver's clock as TSval (RFC 7323), which the sender echoes on data.
+    fn emit_ack(&mut self, net: &mut Net) {
+        let mut ack = self.receiver.build_ack(self.ack_route);
+        if let Some(fs) = self.handoffs.as_ref().and_then(|h| h.fs.as_ref()) {
             ack.rwnd = Packet::window(fs.window(self.receiver.rwnd()));
         }
-        ack.ts = now;
+        ack.ts = net.now();
         net.send(ack);
     }
 
@@ -425,8 +429,7 @@ impl TcpFlow {
             return;
         };
         match step {
-            HandoffStep::Route(j) => self.sender.route = h.routes[j].0,
-            HandoffStep::AckRoute(j) => self.ack_route = h.routes[j].1,
+            HandoffStep::Route(j) => (self.sender.route, self.ack_route) = h.routes[j],
             HandoffStep::Start(k) => {
                 if let Some(fs) = h.fs.as_mut() {
                     fs.start(now);
@@ -442,10 +445,8 @@ impl TcpFlow {
                     r.reopened_s = Some(now.secs_f64());
                     r.hold_until_s = Some(until.secs_f64());
                     r.receiver_rto_ms = fs.records.last().map(|x| x.rto.ms_f64());
-                    // The window update that ends the freeze leaves before holding starts.
-                    let mut ack = self.receiver.build_ack(self.ack_route);
-                    ack.ts = now;
-                    net.send(ack);
+                    // The window update that ends the freeze: holding starts after it.
+                    self.emit_ack(net);
                 }
             }
         }

@@ -20,15 +20,19 @@ use crate::world::StepAction;
 use railpath_core::Time;
 use railpath_scenario::{Flow, HandoffMode, Scenario, TcpConfig};
 
+/// Index of link `id` among the flow's paths (validation made every `to` one of them).
+fn path_index(f: &Flow, id: &str) -> usize {
+    f.paths.iter().position(|p| p == id).unwrap_or(0)
+}
+
 /// Attached intervals `[from, to)` of each of the flow's paths, by path index.
 fn attached(f: &Flow, end: Time) -> Vec<Vec<(Time, Time)>> {
     let mut out = vec![Vec::new(); f.paths.len()];
-    let index = |id: &str| f.paths.iter().position(|p| p == id).unwrap_or(0);
     let (mut cur, mut since) = (0usize, Time::ZERO);
     for h in &f.handoffs {
         let (t, tc) = h.span_s();
         let (t, tc) = (Time::from_secs_f64(t), Time::from_secs_f64(tc));
-        let to = index(&h.to);
+        let to = path_index(f, &h.to);
         let release = Time::from_secs_f64(h.release_s());
         let attach = match h.mode {
             HandoffMode::Soft => t,
@@ -79,17 +83,15 @@ pub(crate) fn flow_handoffs(
         .any(|m| m == "tcp-fs")
         .then(|| f.tcp_fs.unwrap_or_default());
     let detect = Time::from_ms_f64(tcp_fs.map_or(0.0, |o| o.detect_ms));
-    let index = |id: &str| f.paths.iter().position(|p| p == id).unwrap_or(0);
     let mut steps = Vec::new();
     let mut records = Vec::new();
     let mut cur = 0usize;
     for (k, h) in f.handoffs.iter().enumerate() {
         let (t, tc) = h.span_s();
         let (ts, tcs) = (Time::from_secs_f64(t), Time::from_secs_f64(tc));
-        let to = index(&h.to);
+        let to = path_index(f, &h.to);
         // Both ways the flow moves when the handoff completes.
         steps.push((tcs, HandoffStep::Route(to)));
-        steps.push((tcs, HandoffStep::AckRoute(to)));
         if tcp_fs.is_some() {
             steps.push((ts + detect, HandoffStep::Start(k)));
             steps.push((tcs + detect, HandoffStep::Complete(k)));
@@ -97,10 +99,7 @@ pub(crate) fn flow_handoffs(
         records.push(HandoffRecord {
             from: f.paths[cur].clone(),
             to: h.to.clone(),
-            mode: match h.mode {
-                HandoffMode::Soft => "soft".into(),
-                HandoffMode::Hard => "hard".into(),
-            },
+            mode: h.mode.as_str().into(),
             start_s: t,
             complete_s: tc,
             frozen_s: None,
@@ -216,7 +215,6 @@ handoffs = [{ t_s = 10.0, to = "b" }]
             vec![
                 (secs(10.1), HandoffStep::Start(0)),
                 (secs(11.0), HandoffStep::Route(1)),
-                (secs(11.0), HandoffStep::AckRoute(1)),
                 (secs(11.1), HandoffStep::Complete(0)),
             ]
         );

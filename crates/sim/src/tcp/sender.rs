@@ -294,19 +294,17 @@ impl TcpSender {
     }
     /// Current RTO with backoff applied.
     pub fn rto(&self) -> Time {
-        self.rto
-            .mul(1u64 << self.backoff.min(30))
-            .min(self.cfg.max_rto)
+        self.backed_off(self.backoff)
+    }
+    /// The RTO doubled `n` times, at most `max_rto`.
+    fn backed_off(&self, n: u32) -> Time {
+        self.rto.mul(1u64 << n.min(30)).min(self.cfg.max_rto)
     }
     pub fn cwnd(&self) -> u32 {
         self.w.cwnd
     }
     pub fn ssthresh(&self) -> u32 {
         self.w.ssthresh
-    }
-    /// The receive window the peer last advertised, bytes.
-    pub fn snd_wnd(&self) -> u64 {
-        self.snd_wnd
     }
     pub fn lost_out(&self) -> u32 {
         self.lost_out
@@ -357,10 +355,7 @@ impl TcpSender {
             return;
         }
         if self.xmit_timer.is_none() {
-            let t = self
-                .rto
-                .mul(1u64 << self.persist_backoff.min(30))
-                .min(self.cfg.max_rto);
+            let t = self.backed_off(self.persist_backoff);
             self.xmit_timer = Some((now + t, XmitTimer::Persist));
         }
     }
