@@ -12,7 +12,7 @@
 //! are bytes the sender put on the wire (retransmissions included), counted in 10 ms bins.
 
 use crate::pha::{number, par_map};
-use crate::stats::ci95;
+use crate::stats::{ci95, mean};
 use crate::svg::{self, esc};
 use crate::{Claim, Number, Options, Summary, FORMAT};
 use railpath_scenario::Scenario;
@@ -76,28 +76,27 @@ struct Out {
 }
 
 impl Out {
-    /// Sum of `v` over the bins that end in (a, b], times `scale`.
-    fn window(&self, v: &[f64], a: f64, b: f64, scale: f64) -> f64 {
+    /// The values of `v` in the bins that end in (a, b].
+    fn in_window<'a>(&self, v: &'a [f64], a: f64, b: f64) -> impl Iterator<Item = f64> + 'a {
+        let bin_s = self.bin_s;
         v.iter()
             .enumerate()
-            .filter(|(k, _)| {
-                let end = (*k + 1) as f64 * self.bin_s;
+            .filter(move |(k, _)| {
+                let end = (*k + 1) as f64 * bin_s;
                 end > a + 1e-9 && end <= b + 1e-9
             })
-            .map(|(_, x)| x * scale)
-            .sum()
+            .map(|(_, x)| *x)
+    }
+
+    /// Sum of `v` over the bins that end in (a, b], times `scale`.
+    fn window(&self, v: &[f64], a: f64, b: f64, scale: f64) -> f64 {
+        self.in_window(v, a, b).map(|x| x * scale).sum()
     }
 
     /// Lowest ssthresh (segments) in the bins that end in (a, b].
     fn ssthresh_min(&self, a: f64, b: f64) -> f64 {
-        self.ssthresh
-            .iter()
-            .enumerate()
-            .filter(|(k, _)| {
-                let end = (*k + 1) as f64 * self.bin_s;
-                end > a && end <= b
-            })
-            .map(|(_, x)| x / self.mss)
+        self.in_window(&self.ssthresh, a, b)
+            .map(|x| x / self.mss)
             .fold(f64::INFINITY, f64::min)
     }
 }
@@ -727,10 +726,6 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
     let p = dir.join("report.html");
     std::fs::write(&p, html).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
     Ok(summary)
-}
-
-fn mean(v: &[f64]) -> f64 {
-    crate::stats::mean(v)
 }
 
 fn fmt2(n: &Number) -> String {
