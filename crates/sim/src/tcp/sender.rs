@@ -15,6 +15,10 @@
 //! - Alternatively RFC 6675 DupThresh loss marking (`loss_detection = "dupthresh"`).
 //! - Without SACK: NewReno, RFC 6582 (duplicate ACKs emulate SACKed segments as Linux's
 //!   `tcp_add_reno_sack()` does; the head is retransmitted on the third and on partial ACKs).
+//!   More duplicate ACKs than segments out beyond the holes mean reordering (or duplicates of
+//!   spurious retransmissions) and raise the duplicate-ACK threshold to the segments out, as
+//!   Linux `tcp_check_reno_reordering()`/`tcp_limit_reno_sacked()`; a timeout while few
+//!   duplicates were seen brings it back (`tcp_enter_loss()`).
 //! - Window reduction in recovery: Proportional Rate Reduction, RFC 6937, as Linux
 //!   `tcp_cwnd_reduction()`; recovery ends with cwnd = ssthresh (`tcp_end_cwnd_reduction()`).
 //! - Retransmission timeout: Linux `tcp_enter_loss()`: every un-SACKed segment marked lost,
@@ -44,8 +48,10 @@ const LOST: u8 = 2;
 const RETRANS: u8 = 4;
 const EVER_RETRANS: u8 = 8;
 
-/// RFC 6675 DupThresh.
+/// RFC 6675 DupThresh (Linux `sysctl_tcp_reordering`, the initial `tp->reordering`).
 const DUPTHRESH: u32 = 3;
+/// Linux `sysctl_tcp_max_reordering`: the most a detected reordering raises the threshold.
+const MAX_REORDERING: u32 = 300;
 /// RFC 6298 clock granularity G.
 const CLOCK_GRANULARITY: Time = Time::from_ms(1);
 /// Linux `TCP_RTO_MIN` added to the PTO when a single packet is outstanding (delayed-ACK slack).
@@ -147,6 +153,8 @@ pub struct TcpSender {
     retx_hint: u64,
     /// Recovery point (RFC 6582 `recover`, Linux `high_seq`).
     high_seq: u64,
+    /// Duplicate ACKs that start a fast retransmit without SACK (Linux `tp->reordering`).
+    reordering: u32,
     /// Highest SACKed sequence + 1.
     highest_sacked: u64,
     // RTT (RFC 6298)
@@ -225,6 +233,7 @@ impl TcpSender {
             retrans_out: 0,
             retx_hint: 0,
             high_seq: 0,
+            reordering: DUPTHRESH,
             highest_sacked: 0,
             srtt: Time::ZERO,
             rttvar: Time::ZERO,
@@ -630,6 +639,10 @@ impl TcpSender {
             return;
         }
         self.stats.rto_count += 1;
+        if self.state <= CaState::Disorder && self.sacked_out >= DUPTHRESH {
+            // A timeout after many duplicates: the reordering degree was overestimated.
+            self.reordering = self.reordering.min(DUPTHRESH);
+        }
         if self.state != CaState::Loss || self.backoff == 0 {
             self.w.ssthresh = self.cc.ssthresh(&self.w, now);
             self.note_loss_event();
@@ -757,6 +770,7 @@ impl TcpSender {
                 // NewReno: a partial ACK removes the emulated SACKs it covers (tcp_remove_reno_sacks).
                 let acked = (self.snd_una - prior_snd_una) as u32;
                 self.sacked_out = self.sacked_out.saturating_sub(acked.saturating_sub(1));
+                self.check_reno_reordering(acked);
             } else if !self.cfg.sack {
                 self.sacked_out = 0;
             }
@@ -774,12 +788,16 @@ impl TcpSender {
             }
         } else if cum == self.snd_una && self.packets_out() > 0 && newly == 0 && ack.nsack == 0 {
             dupack = true;
-            if !self.cfg.sack && self.sacked_out + 1 < self.packets_out() {
+            if !self.cfg.sack {
                 // Each duplicate ACK means one segment left the network (Linux
-                // tcp_add_reno_sack(): sacked_out and delivered both count it).
+                // tcp_add_reno_sack(): sacked_out and delivered both count it), unless there
+                // were more duplicates than segments out.
+                let prior = self.sacked_out;
                 self.sacked_out += 1;
-                self.delivered += 1;
-                newly += 1;
+                self.check_reno_reordering(0);
+                let d = self.sacked_out.saturating_sub(prior);
+                self.delivered += d as u64;
+                newly += d;
             }
         }
         outcome.newly_acked = newly;
@@ -1068,7 +1086,9 @@ impl TcpSender {
         if self.state < CaState::Recovery {
             // Fast retransmit after DupThresh duplicates, unless still below `recover`
             // (RFC 6582 section 3.2 step 2).
-            if self.sacked_out >= DUPTHRESH && head_unmarked && self.snd_una >= self.high_seq {
+            // Linux tcp_time_to_recover(): sacked_out + 1 > tp->reordering.
+            if self.sacked_out >= self.reordering && head_unmarked && self.snd_una >= self.high_seq
+            {
                 self.segs[0].flags |= LOST;
                 self.lost_out += 1;
                 self.lost_total += 1;
@@ -1088,6 +1108,18 @@ impl TcpSender {
             self.retx_hint = self.snd_una;
         }
         newly
+    }
+
+    /// Linux `tcp_limit_reno_sacked()` + `tcp_check_reno_reordering()`: duplicate ACKs beyond the
+    /// segments out less the holes (at least one) cannot be losses; the segments out (plus
+    /// `addend` just acked) become the duplicate-ACK threshold.
+    fn check_reno_reordering(&mut self, addend: u32) {
+        let out = self.packets_out();
+        let holes = self.lost_out.max(1).min(out);
+        if self.sacked_out + holes > out {
+            self.sacked_out = out - holes;
+            self.reordering = (out + addend).min(MAX_REORDERING);
+        }
     }
 
     /// Enter fast recovery (Linux `tcp_enter_recovery()` + `tcp_init_cwnd_reduction()`).
@@ -1360,6 +1392,37 @@ mod tests {
         s.on_ack(&ack(3, &[], t1), Time::from_ms(101), &Coupling::NONE);
         s.retransmit_lost(Time::from_ms(101), &mut |p| v.push(p));
         assert_eq!(v.iter().map(|p| p.seq).collect::<Vec<_>>(), vec![3]);
+    }
+
+    #[test]
+    fn newreno_more_duplicates_than_segments_out_raise_the_threshold() {
+        // Linux tcp_check_reno_reordering(): 4 out, 1 hole, so at most 3 duplicates can be
+        // segments that left the network; the 4th is reordering and makes the threshold 4.
+        let mut s = sender(false, false);
+        let t0 = Time::ZERO;
+        send_n(&mut s, 4, t0);
+        let t1 = Time::from_ms(50);
+        for _ in 0..3 {
+            s.on_ack(&ack(0, &[], t0), t1, &Coupling::NONE);
+        }
+        assert_eq!(
+            (s.state, s.reordering, s.sacked_out),
+            (CaState::Recovery, 3, 3)
+        );
+        s.on_ack(&ack(0, &[], t0), t1, &Coupling::NONE);
+        assert_eq!((s.reordering, s.sacked_out), (4, 3));
+        // Everything is acked: recovery ends; 4 new segments and 3 duplicates no longer start a
+        // fast retransmit.
+        s.on_ack(&ack(4, &[], t0), Time::from_ms(60), &Coupling::NONE);
+        assert_eq!(s.state, CaState::Open);
+        send_n(&mut s, 4, Time::from_ms(60));
+        for _ in 0..3 {
+            s.on_ack(&ack(4, &[], t0), Time::from_ms(110), &Coupling::NONE);
+        }
+        assert_eq!(
+            (s.state, s.lost_out(), s.stats.fast_recoveries),
+            (CaState::Disorder, 0, 1)
+        );
     }
 
     #[test]
