@@ -305,9 +305,12 @@ mod tests {
             subflows: Some(vec![sub("a", 35e6), sub("b", 24.5e6)]),
             receive_buffer: None,
             send_buffer: None,
+            send_buffer_held: None,
             reorder_delay_ms: None,
             pha: None,
             handoffs: None,
+            bloat: None,
+            udp: None,
         };
         let s = Summary {
             format: railpath_sim::results::SUMMARY_FORMAT.into(),

@@ -91,7 +91,7 @@ const CASES: &[(&str, &[&str])] = &[
     ),
     (
         "unknown_kind.toml",
-        &["flow[0].kind: line 14, column 8: unknown variant `udp`"],
+        &["flow[0].kind: line 14, column 8: unknown variant `quic`"],
     ),
     (
         "outage_misspelled.toml",
@@ -118,6 +118,14 @@ const CASES: &[(&str, &[&str])] = &[
     (
         "unknown_tcp_option.toml",
         &["tcp.nagle: line 4, column 1: unknown field `nagle`"],
+    ),
+    (
+        "udp_with_cc.toml",
+        &["flow[0].cc: line 15: a udp flow has no congestion control: remove cc"],
+    ),
+    (
+        "udp_max_below_mean.toml",
+        &["flow[0].udp.max_mbps: line 18: expected a number >= mean_mbps = 16 Mbit/s"],
     ),
 ];
 

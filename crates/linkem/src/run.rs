@@ -104,6 +104,7 @@ pub fn kernel_cc(s: &Scenario, i: usize) -> Result<(String, String), ScenarioErr
                 format!("the testbed runs newreno, cubic or bbr, not {:?}", f.cc),
             )),
         },
+        FlowKind::Udp => Err(udp_unsupported(s, &f.id)),
         FlowKind::Mptcp => {
             if let Some(inner) = f.cc.strip_prefix("uncoupled-") {
                 return match tcp_name(inner) {
@@ -135,10 +136,36 @@ fn sorted(v: &[String]) -> Vec<String> {
 
 type HostWide = (Vec<String>, Vec<PrioChange>, Option<u32>);
 
+/// The testbed's refusal of a udp flow.
+fn udp_unsupported(s: &Scenario, id: &str) -> ScenarioError {
+    ScenarioError::new(
+        &s.source,
+        format!("flow \"{id}\".kind"),
+        "udp cross traffic runs in the simulator only: the testbed has no udp source and sink yet",
+    )
+}
+
 fn check_supported(s: &Scenario) -> Result<(), ScenarioError> {
     let mut mptcp_paths: Option<(&str, Vec<&String>)> = None;
     let mut mptcp_host: Option<(&str, HostWide)> = None;
-    for f in &s.flows {
+    for (i, f) in s.flows.iter().enumerate() {
+        if f.kind == FlowKind::Udp {
+            return Err(udp_unsupported(s, &f.id));
+        }
+        if f.mechanisms.iter().any(|m| m == "bloat-monitor") {
+            return Err(ScenarioError::new(
+                &s.source,
+                format!("flow \"{}\".mechanisms", f.id),
+                "the bloat monitor lives in the MPTCP sender and runs in the simulator only: the kernel's MPTCP has no such mechanism",
+            ));
+        }
+        if s.tcp_config(i).send_buffer_bytes.is_some() {
+            return Err(ScenarioError::new(
+                &s.source,
+                format!("flow \"{}\".tcp.send_buffer_bytes", f.id),
+                "a fixed send buffer runs in the simulator only: the testbed's hosts autotune tcp_wmem",
+            ));
+        }
         if !f.handoffs.is_empty() {
             return Err(ScenarioError::new(
                 &s.source,
@@ -961,9 +988,12 @@ fn assemble(
             subflows,
             receive_buffer: None,
             send_buffer: None,
+            send_buffer_held: None,
             reorder_delay_ms: None,
             pha: None,
             handoffs: None,
+            bloat: None,
+            udp: None,
         });
         series.push(Series {
             flow: f.id.clone(),
@@ -1045,6 +1075,7 @@ fn assemble(
             wall_s: 0.0,
             events,
             flows,
+            // The testbed runs no udp flows (check_supported refuses them).
             links,
             handovers: Vec::new(),
         },
@@ -1096,6 +1127,24 @@ mod tests {
                 assert_eq!(e.key, "flow \"x\".mechanisms");
                 assert!(e.message.contains("railpath-gateway"), "{}", e.message);
             }
+            other => panic!("expected a scenario error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn udp_flows_are_refused_before_anything_starts() {
+        let s = scenario(
+            "[[flow]]\nid = \"x\"\nkind = \"tcp\"\ncc = \"cubic\"\npaths = [\"a\"]\n\
+             [[flow]]\nid = \"u\"\nkind = \"udp\"\npaths = [\"a\"]\nudp = { process = \"cbr\", mean_mbps = 2 }\n",
+        );
+        s.validate().unwrap();
+        let e = check_supported(&s).unwrap_err();
+        assert_eq!(e.key, "flow \"u\".kind");
+        assert!(e.message.contains("simulator only"), "{}", e.message);
+        assert_eq!(kernel_cc(&s, 1).unwrap_err().key, "flow \"u\".kind");
+        // Refused with no namespace made (no root needed to see the error).
+        match run_scenario(&s) {
+            Err(TestbedError::Scenario(e)) => assert_eq!(e.key, "flow \"u\".kind"),
             other => panic!("expected a scenario error, got {other:?}"),
         }
     }

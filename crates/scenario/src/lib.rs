@@ -170,6 +170,9 @@ pub struct Link {
 pub enum FlowKind {
     Tcp,
     Mptcp,
+    /// Unresponsive cross traffic: UDP datagrams from a random or constant-rate source (see
+    /// [`UdpOptions`]), no congestion control, no acknowledgements.
+    Udp,
 }
 
 impl FlowKind {
@@ -177,6 +180,7 @@ impl FlowKind {
         match self {
             FlowKind::Tcp => "tcp",
             FlowKind::Mptcp => "mptcp",
+            FlowKind::Udp => "udp",
         }
     }
 }
@@ -186,13 +190,24 @@ impl FlowKind {
 pub struct Flow {
     pub id: String,
     pub kind: FlowKind,
-    /// tcp: newreno | cubic | bbr ; mptcp: lia | olia | balia | uncoupled-<tcp cc>
+    /// tcp: newreno | cubic | bbr ; mptcp: lia | olia | balia | uncoupled-<tcp cc>. Required for
+    /// tcp and mptcp flows (validation says so when it is missing, i.e. ""); a udp flow has no
+    /// congestion control and takes none.
+    #[serde(default)]
     pub cc: String,
     /// tcp: one link; mptcp: one link per subflow, first = initial subflow (a link may repeat:
-    /// several subflows over one path, as Linux's ndiffports path manager opens).
+    /// several subflows over one path, as Linux's ndiffports path manager opens); udp: one link,
+    /// crossed in its data direction.
     pub paths: Vec<String>,
     #[serde(default)]
     pub start_s: f64,
+    /// udp: sending stops here, seconds (default: the end of the run); `> start_s` and
+    /// `<= run.duration_s`.
+    #[serde(default)]
+    pub stop_s: Option<f64>,
+    /// udp: the traffic source (required for udp flows, refused on the others).
+    #[serde(default)]
+    pub udp: Option<UdpOptions>,
     /// 0 = bulk transfer for the whole run.
     #[serde(default)]
     pub bytes: u64,
@@ -230,7 +245,8 @@ pub struct Flow {
     #[serde(default)]
     pub receive_buffer_autotune: Option<bool>,
     /// Mechanisms switched on for this flow (`MECHANISMS`): mptcp "pha" (the PHA scheduler
-    /// wrapper) or "pha-d" (receiver-driven MP_PRIO around predicted handovers).
+    /// wrapper), "pha-d" (receiver-driven MP_PRIO around predicted handovers) or
+    /// "bloat-monitor" (options in `bloat_monitor`); tcp "tcp-fs".
     #[serde(default)]
     pub mechanisms: Vec<String>,
     /// pha / pha-d: the handover table (from `railpath table learn`), relative to the scenario.
@@ -258,6 +274,9 @@ pub struct Flow {
     /// tcp-fs: the receiver's constants (see [`TcpFsOptions`]).
     #[serde(default)]
     pub tcp_fs: Option<TcpFsOptions>,
+    /// bloat-monitor: its options (see [`BloatMonitorOptions`]).
+    #[serde(default)]
+    pub bloat_monitor: Option<BloatMonitorOptions>,
     /// The handover table read from `handover_table` when the scenario was loaded.
     #[serde(skip)]
     pub handover_table_data: Option<railpath_radio::table::HandoverTable>,
@@ -268,7 +287,77 @@ pub const MECHANISMS: &[(&str, FlowKind)] = &[
     ("pha", FlowKind::Mptcp),
     ("pha-d", FlowKind::Mptcp),
     ("tcp-fs", FlowKind::Tcp),
+    ("bloat-monitor", FlowKind::Mptcp),
 ];
+
+/// How a udp flow's source decides when to send.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum UdpProcess {
+    /// ns-3's OnOffApplication: exponential ON and OFF periods; constant bit rate `max_mbps`
+    /// while ON, silent while OFF; the OFF mean is set so that the long-run rate is `mean_mbps`.
+    #[default]
+    Onoff,
+    /// Constant bit rate `mean_mbps` from start to stop.
+    Cbr,
+}
+
+impl UdpProcess {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            UdpProcess::Onoff => "onoff",
+            UdpProcess::Cbr => "cbr",
+        }
+    }
+}
+
+/// IPv4 and UDP headers, bytes: a datagram of `packet_bytes` on the wire carries
+/// `packet_bytes - UDP_HEADER_BYTES` bytes of payload.
+pub const UDP_HEADER_BYTES: u32 = 28;
+/// Default `udp.packet_bytes`.
+pub const UDP_DEFAULT_PACKET_BYTES: u32 = 1400;
+/// Default `udp.mean_on_ms`.
+pub const UDP_DEFAULT_MEAN_ON_MS: f64 = 200.0;
+
+/// A udp flow's source, `udp = { process, max_mbps, mean_mbps, mean_on_ms, packet_bytes }`.
+/// Rates count whole packets on the wire (`packet_bytes`, headers included), as ns-3's
+/// `DataRate` of an OnOffApplication does.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct UdpOptions {
+    #[serde(default)]
+    pub process: UdpProcess,
+    /// onoff: the rate while ON (required, `>= mean_mbps`); cbr: optional and unused (checked
+    /// alike, so that `process = "cbr"` may be set over an on/off source).
+    pub max_mbps: Option<f64>,
+    /// The long-run mean rate (required).
+    pub mean_mbps: Option<f64>,
+    /// onoff: mean ON period, ms (default [`UDP_DEFAULT_MEAN_ON_MS`]); cbr: unused.
+    pub mean_on_ms: Option<f64>,
+    /// Bytes of one datagram on the wire (default [`UDP_DEFAULT_PACKET_BYTES`]).
+    pub packet_bytes: Option<u32>,
+}
+
+/// A udp flow's source with its defaults filled in (see [`Flow::udp_config`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UdpConfig {
+    pub process: UdpProcess,
+    /// The rate while sending, Mbit/s: `max_mbps` (onoff) or `mean_mbps` (cbr).
+    pub peak_mbps: f64,
+    pub mean_mbps: f64,
+    /// Mean ON and OFF periods, ms; OFF = ON x (peak / mean - 1), 0 when the source never
+    /// pauses (cbr, or onoff with `max_mbps = mean_mbps`).
+    pub mean_on_ms: f64,
+    pub mean_off_ms: f64,
+    pub packet_bytes: u32,
+}
+
+impl UdpConfig {
+    /// Whether the source sends from start to stop without OFF periods.
+    pub fn always_on(&self) -> bool {
+        self.mean_off_ms <= 0.0
+    }
+}
 
 /// How a vertical handoff changes links.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
@@ -349,6 +438,23 @@ pub struct TcpFsOptions {
     pub min_rto_ms: Option<f64>,
 }
 
+/// The BLOAT paper's transmission-status monitor at an MPTCP sender
+/// (`mechanisms = ["bloat-monitor"]`).
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct BloatMonitorOptions {
+    /// Send the problem path's packets again on the normal path (the paper's mechanism);
+    /// false: only watch (records, TransmitTimes, the episodes it would act on, the send
+    /// buffer as the paper counts it) and change nothing.
+    pub retransmit: bool,
+}
+
+impl Default for BloatMonitorOptions {
+    fn default() -> Self {
+        BloatMonitorOptions { retransmit: true }
+    }
+}
+
 impl Default for TcpFsOptions {
     fn default() -> Self {
         // RFC 6298's constants: those of the stock sender whose timer the receiver predicts.
@@ -364,6 +470,33 @@ impl Default for TcpFsOptions {
 }
 
 impl Flow {
+    /// A udp flow's source with defaults filled in; `None` for other kinds and for a udp flow
+    /// without `udp.mean_mbps` (which validation refuses).
+    pub fn udp_config(&self) -> Option<UdpConfig> {
+        if self.kind != FlowKind::Udp {
+            return None;
+        }
+        let u = self.udp.as_ref()?;
+        let mean = u.mean_mbps?;
+        let peak = match u.process {
+            UdpProcess::Onoff => u.max_mbps.unwrap_or(mean).max(mean),
+            UdpProcess::Cbr => mean,
+        };
+        let mean_on_ms = u.mean_on_ms.unwrap_or(UDP_DEFAULT_MEAN_ON_MS);
+        Some(UdpConfig {
+            process: u.process,
+            peak_mbps: peak,
+            mean_mbps: mean,
+            mean_on_ms,
+            mean_off_ms: if peak > mean {
+                mean_on_ms * (peak / mean - 1.0)
+            } else {
+                0.0
+            },
+            packet_bytes: u.packet_bytes.unwrap_or(UDP_DEFAULT_PACKET_BYTES),
+        })
+    }
+
     /// The reinjection rule in force: the flow's own, else "linux" for the upstream Linux
     /// scheduler and "rto" (multipath-tcp.org) for the others.
     pub fn reinject_rule(&self) -> Reinject {
@@ -513,6 +646,10 @@ pub struct TcpOptions {
     pub rmem_bytes: Option<[u64; 3]>,
     /// Linux `net.ipv4.tcp_wmem` (min, default, max), bytes: the autotuned send buffer.
     pub wmem_bytes: Option<[u64; 3]>,
+    /// A fixed socket send buffer, bytes: new data leaves only while the data sent and not yet
+    /// acknowledged stays below it (ns-3's `TcpSocket::SndBufSize`, 131072 by default there;
+    /// an MPTCP subflow has its own). Default: none (Linux autotunes `tcp_wmem` instead).
+    pub send_buffer_bytes: Option<u64>,
 }
 
 /// TCP options with every default filled in.
@@ -540,6 +677,7 @@ pub struct TcpConfig {
     pub rto_formula_set: bool,
     pub rmem_bytes: [u64; 3],
     pub wmem_bytes: [u64; 3],
+    pub send_buffer_bytes: Option<u64>,
 }
 
 /// Linux 6.18's `net.ipv4.tcp_rmem` (the kernel the testbed calibration ran on).
@@ -570,7 +708,8 @@ impl TcpOptions {
             ack_bytes,
             rto_formula,
             rmem_bytes,
-            wmem_bytes
+            wmem_bytes,
+            send_buffer_bytes
         )
     }
 
@@ -596,6 +735,7 @@ impl TcpOptions {
             rto_formula_set: self.rto_formula.is_some(),
             rmem_bytes: self.rmem_bytes.unwrap_or(LINUX_TCP_RMEM),
             wmem_bytes: self.wmem_bytes.unwrap_or(LINUX_TCP_WMEM),
+            send_buffer_bytes: self.send_buffer_bytes,
         }
     }
 }
@@ -882,11 +1022,11 @@ mod tests {
             "{e}"
         );
 
-        let e = parse_err("\"tcp\"", "\"udp\"");
+        let e = parse_err("\"tcp\"", "\"quic\"");
         assert_eq!(e.key, "flow[0].kind");
         assert!(
             e.message
-                .contains("line 10, column 8: unknown variant `udp`"),
+                .contains("line 10, column 8: unknown variant `quic`"),
             "{}",
             e.message
         );

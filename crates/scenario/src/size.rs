@@ -89,6 +89,7 @@ impl Scenario {
             .map(|f| match f.kind {
                 FlowKind::Tcp => 3.0,
                 FlowKind::Mptcp => 3.0 + 3.0 * f.paths.len() as f64,
+                FlowKind::Udp => 2.0,
             })
             .sum::<f64>()
             + self.links.len() as f64;
@@ -166,6 +167,27 @@ impl Scenario {
                     keys: format!("flow[{i}].receive_buffer_packets"),
                     bytes: PACKET_BYTES * n as f64,
                     work: 0.0,
+                });
+            }
+        }
+        for (i, f) in self.flows.iter().enumerate() {
+            // A udp source costs an event per packet it sends, carried or dropped (the link's
+            // part counts what the link carries), and a draw per ON or OFF period.
+            if let Some(u) = f.udp_config() {
+                let active_s = (f.stop_s.unwrap_or(d).min(d) - f.start_s).max(0.0);
+                let packets_per_s = u.mean_mbps * 1e6 / (8.0 * f64::from(u.packet_bytes.max(1)));
+                let periods_per_s = if u.always_on() {
+                    0.0
+                } else {
+                    2.0 * 1000.0 / (u.mean_on_ms + u.mean_off_ms)
+                };
+                parts.push(SizePart {
+                    what: format!("udp source of flow {:?}", f.id),
+                    keys: format!(
+                        "flow[{i}].udp (mean_mbps, packet_bytes, mean_on_ms) and its start_s to stop_s"
+                    ),
+                    bytes: 0.0,
+                    work: (packets_per_s + periods_per_s) * active_s,
                 });
             }
         }
@@ -254,6 +276,26 @@ mod tests {
         assert_eq!(p[0].work, 400.0);
         assert!((p[1].bytes - 240.0 * 96.0).abs() < 1e-6, "{}", p[1].bytes);
         assert!((p[1].work - 60000.0).abs() < 1e-6, "{}", p[1].work);
+    }
+
+    #[test]
+    fn a_udp_source_counts_its_packets_and_periods() {
+        // 11.2 Mbit/s of 1400-byte packets = 1000 packets/s; ON 200 ms and OFF 200 x (22.4 /
+        // 11.2 - 1) = 200 ms: 2 draws per 400 ms = 5 a second; from 2 s to 8 s.
+        let text = BASE.to_string()
+            + "\n[[flow]]\nid = \"x\"\nkind = \"udp\"\npaths = [\"a\"]\nstart_s = 2.0\nstop_s = 8.0\n\
+               udp = { max_mbps = 22.4, mean_mbps = 11.2 }\n";
+        let s = parse_str(&text, "t.toml").unwrap();
+        s.validate().unwrap();
+        let p = s.size_estimate();
+        let u = p.iter().find(|p| p.what.contains("udp")).unwrap();
+        assert_eq!(
+            u.keys,
+            "flow[1].udp (mean_mbps, packet_bytes, mean_on_ms) and its start_s to stop_s"
+        );
+        assert!((u.work - 1005.0 * 6.0).abs() < 1e-6, "{}", u.work);
+        // 2 series of the udp flow beside the tcp flow's 3 and the link's 1, 100 bins.
+        assert_eq!(p[0].bytes, 16.0 * 6.0 * 100.0);
     }
 
     #[test]

@@ -202,7 +202,32 @@ impl Scenario {
                     format!("duplicate flow id {:?} (also flow[{j}])", f.id),
                 ));
             }
+            if f.kind != FlowKind::Udp {
+                for (set, key) in [(f.udp.is_some(), "udp"), (f.stop_s.is_some(), "stop_s")] {
+                    if set {
+                        return Err(c.err(k(key), "only for kind = \"udp\" flows"));
+                    }
+                }
+                if f.cc.is_empty() {
+                    let ccs = match f.kind {
+                        FlowKind::Mptcp => format!(
+                            "{}, or uncoupled-<{}>",
+                            crate::MPTCP_COUPLED_CCS.join(", "),
+                            TCP_CCS.join("|")
+                        ),
+                        _ => TCP_CCS.join(", "),
+                    };
+                    return Err(c.err(
+                        k("cc"),
+                        format!(
+                            "missing: a {} flow needs a congestion control, one of {ccs}",
+                            f.kind.as_str()
+                        ),
+                    ));
+                }
+            }
             match f.kind {
+                FlowKind::Udp => self.validate_udp(&c, i, f)?,
                 FlowKind::Tcp => {
                     if !TCP_CCS.contains(&f.cc.as_str()) {
                         return Err(c.err(
@@ -370,6 +395,19 @@ impl Scenario {
                     ),
                 ));
             }
+            // udp flows only (refused on the others above).
+            if let Some(stop) = f.stop_s {
+                if !(stop.is_finite() && stop > f.start_s && stop <= d) {
+                    return Err(c.err(
+                        k("stop_s"),
+                        format!(
+                            "expected a number > start_s = {} s and <= run.duration_s = {d} s, found {}",
+                            show_num(f.start_s),
+                            show_num(stop)
+                        ),
+                    ));
+                }
+            }
             if let Some(t) = &f.tcp {
                 validate_tcp(&c, &k("tcp"), t)?;
             }
@@ -383,7 +421,13 @@ impl Scenario {
             validate_tcp_config(&c, &key, &cfg)?;
             // A byte-limited buffer must hold at least one full-sized packet of every flow
             // that crosses it, or that flow could never send a full segment.
-            let packet = u64::from(cfg.mss_bytes) + u64::from(cfg.header_bytes);
+            let (packet, what) = match f.udp_config() {
+                Some(u) => (u64::from(u.packet_bytes), "udp.packet_bytes"),
+                None => (
+                    u64::from(cfg.mss_bytes) + u64::from(cfg.header_bytes),
+                    "mss_bytes + header_bytes",
+                ),
+            };
             for p in &f.paths {
                 let Some(li) = self.link_index(p) else {
                     continue;
@@ -393,7 +437,7 @@ impl Scenario {
                         return Err(c.err(
                             format!("link[{li}].buffer_bytes"),
                             format!(
-                                "expected at least one packet of flow {:?} (mss_bytes + header_bytes = {packet} bytes), found {b}",
+                                "expected at least one packet of flow {:?} ({what} = {packet} bytes), found {b}",
                                 f.id
                             ),
                         ));
@@ -557,7 +601,124 @@ fn validate_link(c: &Check, i: usize, l: &Link) -> Result<(), ScenarioError> {
     Ok(())
 }
 
+/// Shortest mean ON period of a udp on/off source, ms (1 us): the source draws a period at a
+/// time, so the periods must advance the clock (and the size estimate counts them).
+pub const UDP_MIN_MEAN_ON_MS: f64 = 0.001;
+
 impl Scenario {
+    /// A udp flow: no TCP keys, one link, its source (`udp`) and `stop_s`.
+    fn validate_udp(&self, c: &Check, i: usize, f: &crate::Flow) -> Result<(), ScenarioError> {
+        let k = |x: &str| format!("flow[{i}].{x}");
+        if !f.cc.is_empty() {
+            return Err(c.err(
+                k("cc"),
+                "a udp flow has no congestion control: remove cc (it is for tcp and mptcp flows)",
+            ));
+        }
+        for (set, key) in [
+            (f.bytes != 0, "bytes"),
+            (f.tcp.is_some(), "tcp"),
+            (f.scheduler.is_some(), "scheduler"),
+            (f.receive_buffer_packets.is_some(), "receive_buffer_packets"),
+            (f.send_buffer_packets.is_some(), "send_buffer_packets"),
+            (!f.backup_paths.is_empty(), "backup_paths"),
+            (!f.prio_changes.is_empty(), "prio_changes"),
+            (f.reinject.is_some(), "reinject"),
+            (f.stale_loss_cnt.is_some(), "stale_loss_cnt"),
+            (
+                f.receive_buffer_autotune.is_some(),
+                "receive_buffer_autotune",
+            ),
+            (!f.mechanisms.is_empty(), "mechanisms"),
+            (f.handover_table.is_some(), "handover_table"),
+            (
+                f.handover_table_learn_runs.is_some(),
+                "handover_table_learn_runs",
+            ),
+            (f.gps_error_m.is_some(), "gps_error_m"),
+            (f.phad_lead_ms.is_some(), "phad_lead_ms"),
+            (f.phad_back_ms.is_some(), "phad_back_ms"),
+            (!f.handoffs.is_empty(), "handoffs"),
+            (f.tcp_fs.is_some(), "tcp_fs"),
+            (f.bloat_monitor.is_some(), "bloat_monitor"),
+        ] {
+            if set {
+                return Err(c.err(
+                    k(key),
+                    "not for kind = \"udp\" flows (a udp flow takes id, kind, paths, start_s, stop_s and udp)",
+                ));
+            }
+        }
+        if f.paths.len() != 1 {
+            return Err(c.err(
+                k("paths"),
+                format!(
+                    "a udp flow takes exactly one link (it sends in the link's data direction), found {}",
+                    f.paths.len()
+                ),
+            ));
+        }
+        let Some(u) = &f.udp else {
+            return Err(c.err(
+                k("udp"),
+                "missing: a udp flow needs its source, e.g. udp = { max_mbps = 23.0, mean_mbps = 16.0 } (on/off) or udp = { process = \"cbr\", mean_mbps = 16.0 }",
+            ));
+        };
+        let uk = |x: &str| k(&format!("udp.{x}"));
+        let Some(mean) = u.mean_mbps else {
+            return Err(c.err(
+                uk("mean_mbps"),
+                format!("missing: the source's long-run mean rate, a number >= {MIN_RATE_MBPS} and <= {MAX_RATE_MBPS} Mbit/s"),
+            ));
+        };
+        c.rate(&uk("mean_mbps"), mean)?;
+        // A cbr source sends at mean_mbps and has no periods, but takes max_mbps and mean_on_ms
+        // (checked alike, unused) so that `--set flow.<id>.udp.process=cbr` turns an on/off
+        // source of a scenario into a constant one at its mean.
+        match (u.process, u.max_mbps) {
+            (crate::UdpProcess::Onoff, None) => {
+                return Err(c.err(
+                    uk("max_mbps"),
+                    "missing: an on/off source needs max_mbps, its rate while on (>= mean_mbps); or give process = \"cbr\" for a constant rate",
+                ));
+            }
+            (_, Some(max)) => {
+                c.rate(&uk("max_mbps"), max)?;
+                if max < mean {
+                    return Err(c.err(
+                        uk("max_mbps"),
+                        format!(
+                            "expected a number >= mean_mbps = {} Mbit/s (the rate while on is at least the mean), found {}",
+                            show_num(mean),
+                            show_num(max)
+                        ),
+                    ));
+                }
+            }
+            (crate::UdpProcess::Cbr, None) => {}
+        }
+        if let Some(on) = u.mean_on_ms {
+            c.range(
+                &uk("mean_on_ms"),
+                on,
+                UDP_MIN_MEAN_ON_MS,
+                false,
+                3_600_000.0,
+                "ms",
+            )?;
+        }
+        if let Some(b) = u.packet_bytes {
+            c.int_range(
+                &uk("packet_bytes"),
+                b,
+                crate::UDP_HEADER_BYTES,
+                u32::from(u16::MAX),
+                "bytes on the wire (IP and UDP headers, 28 bytes, included)",
+            )?;
+        }
+        Ok(())
+    }
+
     /// A flow's vertical handoffs and TCP-FS constants.
     fn validate_handoffs(&self, c: &Check, i: usize, f: &crate::Flow) -> Result<(), ScenarioError> {
         let k = |x: &str| format!("flow[{i}].{x}");
@@ -567,6 +728,12 @@ impl Scenario {
         }
         if f.tcp_fs.is_some() && !tcp_fs {
             return Err(c.err(k("tcp_fs"), "only with mechanisms = [\"tcp-fs\"]"));
+        }
+        if f.bloat_monitor.is_some() && !f.mechanisms.iter().any(|m| m == "bloat-monitor") {
+            return Err(c.err(
+                k("bloat_monitor"),
+                "only with mechanisms = [\"bloat-monitor\"]",
+            ));
         }
         if tcp_fs && f.handoffs.is_empty() {
             return Err(c.err(
@@ -833,6 +1000,9 @@ fn validate_tcp(c: &Check, prefix: &str, t: &TcpOptions) -> Result<(), ScenarioE
     if let Some(w) = t.receive_window_bytes {
         c.int_range(&k("receive_window_bytes"), w, 1000, 1 << 30, "bytes")?;
     }
+    if let Some(w) = t.send_buffer_bytes {
+        c.int_range(&k("send_buffer_bytes"), w, 1000, 1 << 31, "bytes")?;
+    }
     for (key, v) in [("rmem_bytes", t.rmem_bytes), ("wmem_bytes", t.wmem_bytes)] {
         if let Some([lo, def, hi]) = v {
             for (i, x) in [lo, def, hi].into_iter().enumerate() {
@@ -867,6 +1037,15 @@ fn validate_tcp_config(c: &Check, prefix: &str, t: &TcpConfig) -> Result<(), Sce
             format!(
                 "initial_rto_ms ({} ms) must not exceed max_rto_ms ({} ms)",
                 t.initial_rto_ms, t.max_rto_ms
+            ),
+        ));
+    }
+    if let Some(b) = t.send_buffer_bytes.filter(|b| *b < u64::from(t.mss_bytes)) {
+        return Err(c.err(
+            k("send_buffer_bytes"),
+            format!(
+                "expected at least one segment (mss_bytes = {} bytes), found {b}",
+                t.mss_bytes
             ),
         ));
     }
@@ -1321,6 +1500,289 @@ paths = ["a"]
             "paths = [\"a\"]\nstart_s = -1",
             "flow[0].start_s",
             ">= 0",
+        );
+    }
+
+    /// BASE plus a udp flow "x" over link "b" with `keys` (its udp table by default).
+    fn udp(keys: &str) -> Result<(), (String, String)> {
+        let keys = if keys.contains("udp =") || keys.contains("[flow.udp]") {
+            keys.to_string()
+        } else {
+            format!("udp = {{ max_mbps = 23.0, mean_mbps = 16.0 }}\n{keys}")
+        };
+        check(
+            "paths = [\"a\"]\n",
+            &format!(
+                "paths = [\"a\"]\n\n[[flow]]\nid = \"x\"\nkind = \"udp\"\npaths = [\"b\"]\n{keys}\n"
+            ),
+        )
+    }
+
+    fn udp_fails(keys: &str, key: &str, msg: &str) {
+        match udp(keys) {
+            Ok(()) => panic!("{keys:?} accepted"),
+            Err((k, m)) => {
+                assert_eq!(k, key, "{m}");
+                assert!(m.contains(msg), "message {m:?} lacks {msg:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn udp_flows_and_their_source() {
+        udp("").unwrap();
+        udp("start_s = 2.5\nstop_s = 10").unwrap();
+        udp("udp = { process = \"onoff\", max_mbps = 23.0, mean_mbps = 16.0, mean_on_ms = 200.0, packet_bytes = 1400 }").unwrap();
+        udp("udp = { max_mbps = 16.0, mean_mbps = 16.0 }").unwrap();
+        udp("udp = { process = \"cbr\", mean_mbps = 11.2 }").unwrap();
+        udp("udp = { process = \"cbr\", mean_mbps = 11.2, max_mbps = 11.2 }").unwrap();
+        udp("udp = { process = \"cbr\", mean_mbps = 1, packet_bytes = 28 }").unwrap();
+        udp("udp = { process = \"cbr\", mean_mbps = 1, packet_bytes = 65535 }").unwrap();
+        udp("[flow.udp]\nprocess = \"cbr\"\nmean_mbps = 2").unwrap();
+        udp_fails(
+            "udp = { max_mbps = 23.0 }",
+            "flow[1].udp.mean_mbps",
+            "missing: the source's long-run mean rate",
+        );
+        udp_fails(
+            "udp = { max_mbps = 23.0, mean_mbps = 0 }",
+            "flow[1].udp.mean_mbps",
+            ">= 0.001 and <= 100000 Mbit/s, found 0",
+        );
+        udp_fails(
+            "udp = { mean_mbps = 16.0 }",
+            "flow[1].udp.max_mbps",
+            "an on/off source needs max_mbps",
+        );
+        udp_fails(
+            "udp = { max_mbps = 15.0, mean_mbps = 16.0 }",
+            "flow[1].udp.max_mbps",
+            "expected a number >= mean_mbps = 16 Mbit/s (the rate while on is at least the mean), found 15",
+        );
+        udp_fails(
+            "udp = { max_mbps = 1e9, mean_mbps = 16.0 }",
+            "flow[1].udp.max_mbps",
+            "<= 100000 Mbit/s",
+        );
+        udp_fails(
+            "udp = { max_mbps = 23.0, mean_mbps = 16.0, mean_on_ms = 0 }",
+            "flow[1].udp.mean_on_ms",
+            "expected a number >= 0.001 and <= 3600000 ms, found 0",
+        );
+        udp_fails(
+            "udp = { max_mbps = 23.0, mean_mbps = 16.0, mean_on_ms = nan }",
+            "flow[1].udp.mean_on_ms",
+            "found NaN",
+        );
+        // A cbr source takes an on/off source's keys (unused), checked alike: process = "cbr"
+        // may be set over an on/off source.
+        udp("udp = { process = \"cbr\", mean_mbps = 16.0, max_mbps = 23.0, mean_on_ms = 100 }")
+            .unwrap();
+        udp_fails(
+            "udp = { process = \"cbr\", mean_mbps = 16.0, max_mbps = 15.0 }",
+            "flow[1].udp.max_mbps",
+            "expected a number >= mean_mbps = 16 Mbit/s",
+        );
+        udp_fails(
+            "udp = { process = \"cbr\", mean_mbps = 16.0, mean_on_ms = -1 }",
+            "flow[1].udp.mean_on_ms",
+            "expected a number >= 0.001",
+        );
+        udp_fails(
+            "udp = { max_mbps = 23.0, mean_mbps = 16.0, packet_bytes = 27 }",
+            "flow[1].udp.packet_bytes",
+            "expected an integer from 28 to 65535 bytes on the wire",
+        );
+        udp_fails(
+            "udp = { max_mbps = 23.0, mean_mbps = 16.0, packet_bytes = 65536 }",
+            "flow[1].udp.packet_bytes",
+            "found 65536",
+        );
+        // Unknown keys and processes are serde's errors, with their line.
+        udp_fails(
+            "udp = { max_mbps = 23.0, mean_mbps = 16.0, burst = 3 }",
+            "flow[1].udp.burst",
+            "unknown field `burst`",
+        );
+        udp_fails(
+            "udp = { process = \"pareto\", max_mbps = 23.0, mean_mbps = 16.0 }",
+            "flow[1].udp.process",
+            "unknown variant `pareto`, expected `onoff` or `cbr`",
+        );
+        udp_fails("udp = 5", "flow[1].udp", "expected a table");
+    }
+
+    #[test]
+    fn udp_flow_keys() {
+        udp_fails(
+            "stop_s = 3\nstart_s = 3",
+            "flow[1].stop_s",
+            "> start_s = 3 s",
+        );
+        udp_fails(
+            "stop_s = 10.5",
+            "flow[1].stop_s",
+            "expected a number > start_s = 0 s and <= run.duration_s = 10 s, found 10.5",
+        );
+        udp_fails("start_s = 10", "flow[1].start_s", "< run.duration_s = 10 s");
+        match check(
+            "paths = [\"a\"]\n",
+            "paths = [\"a\"]\n\n[[flow]]\nid = \"x\"\nkind = \"udp\"\npaths = [\"b\"]\n",
+        ) {
+            Err((k, m)) => {
+                assert_eq!(k, "flow[1].udp");
+                assert!(m.contains("missing: a udp flow needs its source"), "{m}");
+            }
+            Ok(()) => panic!("a udp flow without udp accepted"),
+        }
+        let two = |p: &str| {
+            check(
+                "paths = [\"a\"]\n",
+                &format!("paths = [\"a\"]\n\n[[flow]]\nid = \"x\"\nkind = \"udp\"\npaths = {p}\nudp = {{ process = \"cbr\", mean_mbps = 1 }}\n"),
+            )
+            .unwrap_err()
+        };
+        let (k, m) = two("[\"a\", \"b\"]");
+        assert_eq!(k, "flow[1].paths");
+        assert!(m.contains("a udp flow takes exactly one link"), "{m}");
+        assert!(m.contains("found 2"), "{m}");
+        assert_eq!(two("[]").0, "flow[1].paths");
+        assert_eq!(two("[\"z\"]").0, "flow[1].paths[0]");
+        // TCP's keys are refused on a udp flow, each by its name.
+        udp_fails(
+            "cc = \"cubic\"",
+            "flow[1].cc",
+            "a udp flow has no congestion control: remove cc",
+        );
+        for (key, value) in [
+            ("bytes", "1000"),
+            ("tcp", "{ mss_bytes = 1000 }"),
+            ("scheduler", "\"minrtt\""),
+            ("receive_buffer_packets", "10"),
+            ("send_buffer_packets", "10"),
+            ("backup_paths", "[\"b\"]"),
+            ("prio_changes", "[{ t_s = 1, path = \"b\", backup = true }]"),
+            ("reinject", "\"stale\""),
+            ("stale_loss_cnt", "3"),
+            ("receive_buffer_autotune", "true"),
+            ("mechanisms", "[\"pha\"]"),
+            ("handover_table", "\"t.json\""),
+            ("handover_table_learn_runs", "5"),
+            ("gps_error_m", "5"),
+            ("phad_lead_ms", "5"),
+            ("phad_back_ms", "5"),
+            ("handoffs", "[{ t_s = 1, to = \"a\" }]"),
+            ("tcp_fs", "{ k = 4.0 }"),
+            ("bloat_monitor", "{ retransmit = false }"),
+        ] {
+            udp_fails(
+                &format!("{key} = {value}"),
+                &format!("flow[1].{key}"),
+                "not for kind = \"udp\" flows (a udp flow takes id, kind, paths, start_s, stop_s and udp)",
+            );
+        }
+        // ... and udp's keys on tcp and mptcp flows.
+        for kind in ["tcp", "mptcp"] {
+            let cc = if kind == "tcp" { "newreno" } else { "lia" };
+            for (key, value) in [
+                ("udp", "{ process = \"cbr\", mean_mbps = 1 }"),
+                ("stop_s", "5"),
+            ] {
+                fails(
+                    "kind = \"tcp\"\ncc = \"newreno\"",
+                    &format!("kind = \"{kind}\"\ncc = \"{cc}\"\n{key} = {value}"),
+                    &format!("flow[0].{key}"),
+                    "only for kind = \"udp\" flows",
+                );
+            }
+        }
+        // cc may be left out only on udp flows.
+        fails(
+            "cc = \"newreno\"\n",
+            "",
+            "flow[0].cc",
+            "missing: a tcp flow needs a congestion control, one of newreno, cubic, bbr",
+        );
+        fails(
+            "kind = \"tcp\"\ncc = \"newreno\"\n",
+            "kind = \"mptcp\"\n",
+            "flow[0].cc",
+            "missing: a mptcp flow needs a congestion control, one of lia, olia, balia, or uncoupled-<newreno|cubic|bbr>",
+        );
+        // A byte buffer holds one of its packets.
+        let text = |bytes: u32| {
+            BASE.replacen("rate_mbps = 20", "rate_mbps = 20\nbuffer_bytes = 2000", 1)
+                + &format!("\n[[flow]]\nid = \"x\"\nkind = \"udp\"\npaths = [\"b\"]\nudp = {{ process = \"cbr\", mean_mbps = 1, packet_bytes = {bytes} }}\n")
+        };
+        parse_str(&text(2000), "t.toml")
+            .unwrap()
+            .validate()
+            .unwrap();
+        let e = parse_str(&text(2001), "t.toml")
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        assert_eq!(e.key, "link[1].buffer_bytes");
+        assert!(
+            e.message
+                .contains("one packet of flow \"x\" (udp.packet_bytes = 2001 bytes), found 2000"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn mechanisms_by_kind() {
+        let m = |kind: &str, cc: &str, mech: &str| {
+            check(
+                "kind = \"tcp\"\ncc = \"newreno\"",
+                &format!("kind = \"{kind}\"\ncc = \"{cc}\"\nmechanisms = [\"{mech}\"]"),
+            )
+        };
+        // bloat-monitor: an mptcp mechanism without keys of its own.
+        m("mptcp", "lia", "bloat-monitor").unwrap();
+        let (k, msg) = m("tcp", "cubic", "bloat-monitor").unwrap_err();
+        assert_eq!(k, "flow[0].mechanisms[0]");
+        assert!(
+            msg.contains("\"bloat-monitor\" is for kind = \"mptcp\" flows"),
+            "{msg}"
+        );
+        let (_, msg) = m("mptcp", "lia", "bloat").unwrap_err();
+        assert!(
+            msg.contains("expected one of pha, pha-d, tcp-fs, bloat-monitor"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn bloat_monitor_options_and_a_fixed_send_buffer() {
+        let mp = "kind = \"mptcp\"\ncc = \"lia\"";
+        check(
+            "kind = \"tcp\"\ncc = \"newreno\"",
+            &format!(
+                "{mp}\nmechanisms = [\"bloat-monitor\"]\nbloat_monitor = {{ retransmit = false }}"
+            ),
+        )
+        .unwrap();
+        fails(
+            "kind = \"tcp\"\ncc = \"newreno\"",
+            &format!("{mp}\nbloat_monitor = {{ retransmit = false }}"),
+            "flow[0].bloat_monitor",
+            "only with mechanisms = [\"bloat-monitor\"]",
+        );
+        let t = |x: &str| format!("[tcp]\n{x}\n\n[run]");
+        check("[run]", &t("send_buffer_bytes = 131072")).unwrap();
+        fails(
+            "[run]",
+            &t("send_buffer_bytes = 999"),
+            "tcp.send_buffer_bytes",
+            "from 1000",
+        );
+        fails(
+            "[run]",
+            &t("mss_bytes = 1400\nsend_buffer_bytes = 1000"),
+            "tcp.send_buffer_bytes",
+            "at least one segment (mss_bytes = 1400 bytes), found 1000",
         );
     }
 

@@ -16,6 +16,7 @@ use railpath_scenario::TcpConfig;
 pub(crate) enum Flow {
     Tcp(Box<TcpFlow>),
     Mptcp(Box<crate::mptcp::connection::MptcpFlow>),
+    Udp(Box<crate::udp::UdpFlow>),
 }
 
 impl Flow {
@@ -23,36 +24,44 @@ impl Flow {
         match self {
             Flow::Tcp(f) => f.start(net),
             Flow::Mptcp(f) => f.start(net),
+            Flow::Udp(f) => f.start(net),
         }
     }
     pub fn on_packet(&mut self, sub: u16, side: Side, p: &Packet, net: &mut Net) {
         match self {
             Flow::Tcp(f) => f.on_packet(sub, side, p, net),
             Flow::Mptcp(f) => f.on_packet(sub, side, p, net),
+            Flow::Udp(f) => f.on_packet(side, p, net.now()),
         }
     }
     pub fn on_timer(&mut self, sub: u16, side: u8, net: &mut Net) {
         match self {
             Flow::Tcp(f) => f.on_timer(sub, side, net),
             Flow::Mptcp(f) => f.on_timer(sub, side, net),
+            Flow::Udp(f) => f.on_timer(net),
         }
     }
     pub fn control(&mut self, idx: u32, net: &mut Net) {
         match self {
             Flow::Tcp(f) => f.control(idx, net),
             Flow::Mptcp(f) => f.control(idx, net),
+            // A udp flow schedules no control events.
+            Flow::Udp(_) => {}
         }
     }
     pub fn sample(&mut self, width: Time) {
         match self {
             Flow::Tcp(f) => f.sample(width),
             Flow::Mptcp(f) => f.sample(width),
+            Flow::Udp(f) => f.sample(width),
         }
     }
-    pub fn summarize(&self, end: Time) -> (FlowSummary, Vec<Series>) {
+    /// The flow's summary and its time series.
+    pub fn summarize(&self, end: Time, net: &Net) -> (FlowSummary, Vec<Series>) {
         match self {
             Flow::Tcp(f) => f.summarize(end),
             Flow::Mptcp(f) => f.summarize(end),
+            Flow::Udp(f) => f.summarize(end, net),
         }
     }
 }
@@ -511,6 +520,7 @@ impl TcpFlow {
             subflows: None,
             receive_buffer: None,
             send_buffer: None,
+            send_buffer_held: None,
             reorder_delay_ms: None,
             pha: None,
             handoffs: self.handoffs.as_ref().map(|h| {
@@ -523,6 +533,8 @@ impl TcpFlow {
                     held_acks: fs.map_or(0, |f| f.held_acks),
                 }
             }),
+            bloat: None,
+            udp: None,
         };
         let mk = |metric: &'static str, values: &Vec<f64>| Series {
             flow: self.id.clone(),

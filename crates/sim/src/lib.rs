@@ -1,5 +1,5 @@
-//! railpath-sim: a deterministic packet-level discrete-event simulator of TCP (and, in later
-//! modules, MPTCP) over the cellular carriers of a train.
+//! railpath-sim: a deterministic packet-level discrete-event simulator of TCP and MPTCP (with
+//! UDP cross traffic) over the cellular carriers of a train.
 //!
 //! The core does no I/O and reads no clock: [`run`] takes a validated
 //! [`railpath_scenario::Scenario`] and returns [`results::RunResults`].
@@ -12,6 +12,7 @@ pub mod mptcp;
 pub mod net;
 pub mod results;
 pub mod tcp;
+mod udp;
 mod world;
 
 pub use railpath_core::{Rng, Time};

@@ -7,6 +7,7 @@ use serde::Serialize;
 /// The `format` of `summary.json`: bumped when a field is renamed or dropped.
 pub const SUMMARY_FORMAT: &str = "railpath-summary/1";
 
+/// `summary.json`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Summary {
     /// [`SUMMARY_FORMAT`].
@@ -23,7 +24,40 @@ pub struct Summary {
     pub handovers: Vec<Handover>,
 }
 
+impl Summary {
+    /// The [`UdpStats`] of the flow with this id (`None` for a flow of another kind).
+    pub fn udp(&self, flow_id: &str) -> Option<&UdpStats> {
+        self.flows.iter().find(|f| f.id == flow_id)?.udp.as_ref()
+    }
+}
+
+/// A udp flow's source and what became of its packets (`summary.json`: the flow's `udp`).
 #[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct UdpStats {
+    /// `"onoff"` or `"cbr"` (the scenario's `udp.process`).
+    pub process: String,
+    /// Bits put on the wire (whole packets, headers included) / seconds from `start_s` to
+    /// `stop_s` (or the end of the run): the load the source offered, comparable with the
+    /// scenario's `mean_mbps` and the link's rate.
+    pub offered_bps: f64,
+    pub sent_packets: u64,
+    /// Packets that reached the sink.
+    pub delivered_packets: u64,
+    /// Packets the link lost: buffer overflow, random loss, drop-mode outages (sent, less
+    /// delivered, less still in the link at the end).
+    pub dropped_packets: u64,
+    /// Packets still queued or propagating at the end of the run.
+    pub in_flight_packets: u64,
+    /// ON periods begun (1 for a source that never pauses).
+    pub on_periods: u64,
+    /// One-way delay of the delivered packets, sending to arrival (queueing, serialisation,
+    /// propagation), ms; null when none was delivered.
+    pub delay_ms: Option<AvgMax>,
+}
+
+/// One flow of `summary.json`. `Default` is the empty summary every field of which a flow kind
+/// does not report is left at (`null`, 0, empty).
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct FlowSummary {
     pub id: String,
     pub kind: String,
@@ -48,11 +82,19 @@ pub struct FlowSummary {
     pub subflows: Option<Vec<SubflowSummary>>,
     pub receive_buffer: Option<BufferStats>,
     pub send_buffer: Option<BufferStats>,
+    /// mptcp: packets sent and not yet covered by both their subflow-level and the data-level
+    /// ACK (the BLOAT paper's MPTCP send buffer: a copy sent on another subflow counts again),
+    /// sampled per bin.
+    pub send_buffer_held: Option<BufferStats>,
     pub reorder_delay_ms: Option<AvgMax>,
     /// mptcp with `mechanisms` "pha" or "pha-d": what the mechanism did; null otherwise.
     pub pha: Option<PhaStats>,
     /// tcp with `handoffs`: each vertical handoff and what TCP-FS did; null otherwise.
     pub handoffs: Option<HandoffStats>,
+    /// mptcp with `mechanisms` "bloat-monitor": its episodes and retransmissions; null otherwise.
+    pub bloat: Option<crate::mechanisms::bloat::BloatStats>,
+    /// udp: what the source offered and what became of its packets; null otherwise.
+    pub udp: Option<UdpStats>,
 }
 
 /// A tcp flow's vertical handoffs.

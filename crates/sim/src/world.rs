@@ -7,6 +7,7 @@ use crate::mptcp::connection::{MptcpFlow, MptcpSetup};
 use crate::net::link::{LinkDir, Trace};
 use crate::net::{Endpoint, Hop, Net, Side};
 use crate::results::{AvgMax, Handover, LinkSummary, RunResults, Series, Summary};
+use crate::udp::UdpFlow;
 use railpath_core::{Rng, Time};
 use railpath_scenario::{FlowKind, Scenario};
 use std::fmt;
@@ -325,6 +326,37 @@ impl Builder<'_> {
         Ok(Flow::Tcp(flow))
     }
 
+    /// A udp source over its one link's data direction, to a sink at the link's far end; it
+    /// sends from `start_s` (its `FlowStart`) until `stop_s` or the end of the run.
+    fn udp_flow(&mut self, fi: usize, f: &railpath_scenario::Flow) -> Result<Flow, SimError> {
+        let cfg = f.udp_config().ok_or_else(|| {
+            SimError::Internal(format!("flow {:?}: a udp flow without udp.mean_mbps", f.id))
+        })?;
+        let p = f
+            .paths
+            .first()
+            .ok_or_else(|| SimError::Internal(format!("flow {:?}: no link", f.id)))?;
+        let li = self.link_of(f, p)?;
+        let dir = self.links[li].fwd;
+        let sink = Hop::Sink(Endpoint {
+            flow: fi as u32,
+            sub: 0,
+            side: Side::Receiver,
+        });
+        let route = self.net.add_route(vec![Hop::Dir(dir), sink]);
+        let stop = f.stop_s.map_or(self.end, Time::from_secs_f64).min(self.end);
+        Ok(Flow::Udp(Box::new(UdpFlow::new(
+            fi as u32,
+            f,
+            cfg,
+            route,
+            dir,
+            stop,
+            self.s.run.seed,
+            self.nbins,
+        ))))
+    }
+
     /// An MPTCP connection: a subflow per path, PHA / PHA-D if switched on.
     fn mptcp_flow(&mut self, fi: usize, f: &railpath_scenario::Flow) -> Result<Flow, SimError> {
         let tcp = self.s.tcp_config(fi);
@@ -410,6 +442,7 @@ impl World {
                 FlowKind::Tcp if !f.handoffs.is_empty() => b.handoff_flow(fi, f)?,
                 FlowKind::Tcp => b.tcp_flow(fi, f)?,
                 FlowKind::Mptcp => b.mptcp_flow(fi, f)?,
+                FlowKind::Udp => b.udp_flow(fi, f)?,
             };
             b.flows.push(flow);
             b.net.sched.at(
@@ -515,7 +548,7 @@ impl World {
         let mut series = Vec::new();
         let mut flows = Vec::new();
         for (fi, f) in self.flows.iter().enumerate() {
-            let (mut summary, mut fs) = f.summarize(end);
+            let (mut summary, mut fs) = f.summarize(end, &self.net);
             // Handovers of the carriers this flow's links follow.
             let carriers: Vec<&str> = s.flows[fi]
                 .paths

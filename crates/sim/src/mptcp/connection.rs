@@ -84,6 +84,9 @@ impl Subflow {
     /// Whether the subflow may send a segment now; when pacing holds it, notes until when.
     #[inline]
     fn has_room(&mut self, now: Time) -> bool {
+        if !self.sender.sndbuf_allows_new() {
+            return false;
+        }
         match self.sender.room(now) {
             Room::Yes => true,
             Room::PacedUntil(t) => {
@@ -165,12 +168,20 @@ pub(crate) struct MptcpFlow {
     phad_backup: Option<crate::mechanisms::pha::Blocks>,
     mechanisms: Vec<String>,
     pha_stats: crate::results::PhaStats,
+    /// The BLOAT paper's transmission-status monitoring buffer and its detection and
+    /// retransmission (`mechanisms = ["bloat-monitor"]`).
+    monitor: Option<crate::mechanisms::bloat::Monitor>,
+    bloat: Option<Box<crate::mechanisms::bloat::BloatState>>,
     // statistics
     goodput: Vec<f64>,
     rcv_buf_samples: Vec<f64>,
     snd_buf_samples: Vec<f64>,
     rcv_buf_max: u64,
     snd_buf_max: u64,
+    /// With the monitor: packets not yet covered by both their subflow-level and the data-level
+    /// ACK (the BLOAT paper's MPTCP send buffer: its records), per bin, and the largest sample.
+    held_samples: Vec<f64>,
+    held_max: u64,
     // scratch, reused so the hot path does not allocate
     views: Vec<SubflowView>,
     infos: Vec<SubflowInfo>,
@@ -403,6 +414,7 @@ impl MptcpFlow {
             Some(d) => (d.window / mss as u64).max(2),
             None => rcv_buf_segs,
         };
+        let bloat_on = f.mechanisms.iter().any(|m| m == "bloat-monitor");
         Ok(MptcpFlow {
             idx: setup.idx,
             id: f.id.clone(),
@@ -445,11 +457,22 @@ impl MptcpFlow {
             phad_backup,
             mechanisms: f.mechanisms.clone(),
             pha_stats: Default::default(),
+            monitor: bloat_on.then(|| crate::mechanisms::bloat::Monitor::new(n)),
+            bloat: bloat_on.then(|| {
+                Box::new(crate::mechanisms::bloat::BloatState::new(
+                    n,
+                    Time::from_secs_f64(f.start_s),
+                    setup.nbins,
+                    f.bloat_monitor.unwrap_or_default().retransmit,
+                ))
+            }),
             goodput: Vec::with_capacity(setup.nbins),
             rcv_buf_samples: Vec::with_capacity(setup.nbins),
             snd_buf_samples: Vec::with_capacity(setup.nbins),
             rcv_buf_max: 0,
             snd_buf_max: 0,
+            held_samples: Vec::with_capacity(setup.nbins),
+            held_max: 0,
             views: Vec::with_capacity(n),
             infos: Vec::with_capacity(n),
         })
@@ -474,6 +497,70 @@ impl MptcpFlow {
 
     fn send_buffered(&self) -> u64 {
         self.app.next - self.data_una
+    }
+
+    /// The span of the send buffer when data leaves it only once both the subflow-level and the
+    /// data-level ACK cover it, and only from its head (a stream buffer): from the oldest DSN
+    /// at the head of the data level or of a subflow's unacknowledged segments, to the newest
+    /// sent. The monitor's suspicion test reads it.
+    fn held_both_levels(&self) -> u64 {
+        let oldest = self
+            .subflows
+            .iter()
+            .filter_map(|s| s.sender.outstanding().next().map(|(d, _, _)| d))
+            .fold(self.data_una, u64::min);
+        self.app.next - oldest.min(self.app.next)
+    }
+
+    /// The monitor: a segment the scheduler gave subflow `i` went out as its segment `seq`.
+    #[inline]
+    fn note_assign(&mut self, i: usize, dsn: u64, seq: u64, len: u32, now: Time) {
+        if let Some(m) = self.monitor.as_mut() {
+            m.assign(i, dsn, seq, len, now);
+        }
+    }
+
+    /// BLOAT after an ACK: the detection runs (and queues packets to send again).
+    #[cold]
+    fn bloat_on_ack(&mut self, now: Time) {
+        let held = self.held_both_levels();
+        let data_una = self.data_una;
+        let (Some(b), Some(m)) = (self.bloat.as_mut(), self.monitor.as_ref()) else {
+            return;
+        };
+        let paths = self
+            .subflows
+            .iter()
+            .map(|s| (s.sender.cwnd(), s.sender.min_rtt(), !s.failed && !s.stale));
+        b.on_ack(m, now, held, data_una, paths);
+    }
+
+    /// BLOAT: send the queued packets of the problem path on the normal path, while it has room.
+    #[cold]
+    fn push_hol(&mut self, now: Time, net: &mut Net) {
+        loop {
+            let Some(&(dsn, to)) = self.bloat.as_ref().and_then(|b| b.queue.front()) else {
+                return;
+            };
+            if dsn >= self.data_una {
+                let sf = &mut self.subflows[to];
+                if sf.failed || sf.stale || !sf.has_room(now) {
+                    return;
+                }
+                let len = self.app.len_of(dsn);
+                let seq = sf.sender.snd_nxt();
+                sf.sender.send_new(dsn, len, now, &mut |p| {
+                    net.send(p);
+                });
+                self.note_assign(to, dsn, seq, len, now);
+                if let Some(b) = self.bloat.as_mut() {
+                    b.stats.hol_retransmissions += 1;
+                }
+            }
+            if let Some(b) = self.bloat.as_mut() {
+                b.queue.pop_front();
+            }
+        }
     }
 
     /// The data receiver's whole window, bytes: the autotuned one, or the fixed buffer.
@@ -574,7 +661,10 @@ impl MptcpFlow {
         let (has_space, queued_bytes) = if self.linux.is_some() {
             linux_memory(sf, pacing)
         } else {
-            (room == Room::Yes, s.in_flight() as u64 * mss as u64)
+            (
+                room == Room::Yes && s.sndbuf_allows_new(),
+                s.in_flight() as u64 * mss as u64,
+            )
         };
         SubflowInfo {
             id: i,
@@ -625,6 +715,9 @@ impl MptcpFlow {
             if let Room::PacedUntil(t) = r {
                 sf.pace_wait = Some(t);
             }
+        }
+        if self.bloat.as_ref().is_some_and(|b| !b.queue.is_empty()) {
+            self.push_hol(now, net);
         }
         if self.redundant {
             self.push_redundant(now, net);
@@ -728,9 +821,13 @@ impl MptcpFlow {
             }
             sf.wq.pop_front();
             sf.wq_bytes -= len as u64;
+            let seq = sf.sender.snd_nxt();
             sf.sender.send_new(dsn, len, now, &mut |p| {
                 net.send(p);
             });
+            if let Some(m) = self.monitor.as_mut() {
+                m.assign(j, dsn, seq, len, now);
+            }
         }
     }
 
@@ -908,10 +1005,12 @@ impl MptcpFlow {
                 if !sf.has_room(now) {
                     break;
                 }
+                let seq = sf.sender.snd_nxt();
                 sf.sender.send_new(dsn, len, now, &mut |p| {
                     net.send(p);
                 });
                 sf.red_next = dsn + 1;
+                self.note_assign(j, dsn, seq, len, now);
                 self.note_new_send(j, now);
                 if dsn == self.app.next {
                     self.app.take();
@@ -948,9 +1047,11 @@ impl MptcpFlow {
             let Some(i) = self.pick_subflow(now) else {
                 break;
             };
+            let seq = self.subflows[i].sender.snd_nxt();
             self.subflows[i].sender.send_new(dsn, len, now, &mut |p| {
                 net.send(p);
             });
+            self.note_assign(i, dsn, seq, len, now);
             self.note_new_send(i, now);
             self.infos[i] = self.info(i, now);
             if from.is_some() {
@@ -1053,6 +1154,12 @@ impl MptcpFlow {
                     self.scheduler.feedback(&fb, &self.infos, &conn);
                 }
                 self.note_retransmissions(j, now);
+                if let Some(m) = self.monitor.as_mut() {
+                    // The monitor forgets what both ACK levels now cover, then detects.
+                    m.subflow_acked(j, self.subflows[j].sender.snd_una());
+                    m.data_acked(self.data_una);
+                    self.bloat_on_ack(now);
+                }
                 self.push(net);
                 if let Some(ls) = &self.linux {
                     // `tcp_check_space()` after the ACK's transmissions: the send buffer grows
@@ -1297,6 +1404,14 @@ impl MptcpFlow {
         let sb = self.send_buffered();
         self.snd_buf_max = self.snd_buf_max.max(sb);
         self.snd_buf_samples.push(sb as f64);
+        if let Some(m) = &self.monitor {
+            let held = m.len();
+            self.held_max = self.held_max.max(held);
+            self.held_samples.push(held as f64);
+            if let Some(b) = self.bloat.as_mut() {
+                b.sample(m);
+            }
+        }
     }
 
     pub fn summarize(&self, end: Time) -> (FlowSummary, Vec<Series>) {
@@ -1362,6 +1477,10 @@ impl MptcpFlow {
                 max_packets: self.snd_buf_max as f64,
                 avg_packets: mean(&self.snd_buf_samples),
             }),
+            send_buffer_held: self.monitor.is_some().then(|| BufferStats {
+                max_packets: self.held_max as f64,
+                avg_packets: mean(&self.held_samples),
+            }),
             reorder_delay_ms: Some(AvgMax {
                 avg: if self.rx.reorder_count == 0 {
                     0.0
@@ -1384,6 +1503,11 @@ impl MptcpFlow {
                 st
             }),
             handoffs: None,
+            bloat: self.bloat.as_ref().map(|b| {
+                let ids: Vec<String> = self.subflows.iter().map(|s| s.link_id.clone()).collect();
+                b.finish(stop, &ids)
+            }),
+            udp: None,
         };
         let mut series = vec![
             Series {
@@ -1405,6 +1529,28 @@ impl MptcpFlow {
                 values: self.snd_buf_samples.clone(),
             },
         ];
+        if let Some(b) = &self.bloat {
+            series.push(Series {
+                flow: self.id.clone(),
+                subflow: String::new(),
+                metric: "send_buffer_held_packets",
+                values: self.held_samples.clone(),
+            });
+            series.push(Series {
+                flow: self.id.clone(),
+                subflow: String::new(),
+                metric: "bloat_detected",
+                values: b.active_series.clone(),
+            });
+            for (s, v) in self.subflows.iter().zip(&b.tt_series) {
+                series.push(Series {
+                    flow: self.id.clone(),
+                    subflow: s.link_id.clone(),
+                    metric: "transmit_times",
+                    values: v.clone(),
+                });
+            }
+        }
         for s in &self.subflows {
             for (metric, v) in [
                 ("goodput_bps", &s.goodput),

@@ -431,6 +431,14 @@ impl LinkDir {
     pub fn delay(&self) -> Time {
         self.base_delay + self.extra_delay
     }
+
+    /// Packets on route `route` this direction holds, queued or propagating.
+    pub fn held_on_route(&self, route: u32) -> u64 {
+        self.packets
+            .iter()
+            .filter(|(_, p)| p.route == route)
+            .count() as u64
+    }
 }
 
 #[cfg(test)]

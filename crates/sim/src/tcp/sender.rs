@@ -95,6 +95,9 @@ pub struct SenderConfig {
     /// RTO = SRTT + max(4 RTTVAR, min_rto) as Linux `__tcp_set_rto()` instead of RFC 6298's
     /// max(SRTT + 4 RTTVAR, min_rto).
     pub linux_rto: bool,
+    /// A fixed send buffer, segments: no new data while this many are sent and not acknowledged
+    /// (`tcp.send_buffer_bytes`; ns-3's `TcpSocket::SndBufSize`).
+    pub send_buffer_segs: Option<u32>,
 }
 
 impl SenderConfig {
@@ -110,6 +113,9 @@ impl SenderConfig {
             rack: c.loss_detection == LossDetection::Rack,
             tlp: c.tlp && c.sack,
             linux_rto: c.rto_formula == RtoFormula::Linux,
+            send_buffer_segs: c
+                .send_buffer_bytes
+                .map(|b| (b / c.mss_bytes as u64).clamp(1, u32::MAX as u64) as u32),
         }
     }
 }
@@ -351,10 +357,19 @@ impl TcpSender {
     /// Receive-window room for one more new segment. A window smaller than one segment still
     /// takes one when nothing is outstanding; a zero window takes none (see [`Self::arm_persist`]).
     pub fn rwnd_allows_new(&self) -> bool {
-        !self.use_rwnd
-            || (self.snd_wnd > 0
-                && (self.packets_out() as u64 + 1) * self.cfg.mss as u64
-                    <= self.snd_wnd.max(self.cfg.mss as u64))
+        self.sndbuf_allows_new()
+            && (!self.use_rwnd
+                || (self.snd_wnd > 0
+                    && (self.packets_out() as u64 + 1) * self.cfg.mss as u64
+                        <= self.snd_wnd.max(self.cfg.mss as u64)))
+    }
+
+    /// Room in a fixed send buffer for one more new segment (always, without one).
+    #[inline]
+    pub fn sndbuf_allows_new(&self) -> bool {
+        self.cfg
+            .send_buffer_segs
+            .is_none_or(|n| self.packets_out() < n)
     }
 
     /// A zero window with nothing outstanding: start the persist timer (RTO backed off per probe,
@@ -1185,6 +1200,7 @@ mod tests {
             rack,
             tlp: sack,
             linux_rto: false,
+            send_buffer_segs: None,
         }
     }
 
@@ -1392,6 +1408,28 @@ mod tests {
         s.on_ack(&ack(3, &[], t1), Time::from_ms(101), &Coupling::NONE);
         s.retransmit_lost(Time::from_ms(101), &mut |p| v.push(p));
         assert_eq!(v.iter().map(|p| p.seq).collect::<Vec<_>>(), vec![3]);
+    }
+
+    #[test]
+    fn a_fixed_send_buffer_stops_new_data_not_retransmissions() {
+        // 4 segments sent and not acknowledged at most.
+        let mut s = TcpSender::new(
+            SenderConfig {
+                send_buffer_segs: Some(4),
+                ..cfg(true, true)
+            },
+            Box::new(NewReno),
+            0,
+            1 << 30,
+        );
+        send_n(&mut s, 3, Time::ZERO);
+        assert!(s.sndbuf_allows_new() && s.rwnd_allows_new());
+        send_n(&mut s, 1, Time::ZERO);
+        assert!(!s.sndbuf_allows_new() && !s.rwnd_allows_new());
+        // The window still has room: retransmissions are not held back.
+        assert_eq!(s.room(Time::ZERO), Room::Yes);
+        s.on_ack(&ack(2, &[], Time::ZERO), Time::from_ms(50), &Coupling::NONE);
+        assert!(s.sndbuf_allows_new());
     }
 
     #[test]
