@@ -30,11 +30,16 @@ def test_every_example_summary_and_a_learned_table_are_valid(root, cli, tmp_path
         sorted((root / "scenarios").glob("*.toml"))
         + sorted((root / "scenarios" / "pha").glob("*.toml"))
         + sorted((root / "scenarios" / "tcp-fs").glob("*.toml"))
+        + sorted((root / "scenarios" / "bloat").glob("*.toml"))
     )
     assert len(examples) >= 7
     for sc in examples:
         out = tmp_path / sc.stem
-        _run(cli, "run", str(sc), "--seed", "2", "--out", str(out))
+        # The bloat scenario with its monitor on, so its fields are checked too.
+        extra = (
+            ["--set", 'flow.mp.mechanisms=["bloat-monitor"]'] if sc.parent.name == "bloat" else []
+        )
+        _run(cli, "run", str(sc), "--seed", "2", "--out", str(out), *extra)
         doc = json.loads((out / "summary.json").read_text())
         errors = [e.message for e in summary.iter_errors(doc)]
         assert not errors, f"{sc.name}: {errors[:3]}"
@@ -52,7 +57,7 @@ def test_every_example_summary_and_a_learned_table_are_valid(root, cli, tmp_path
     table.validate(json.loads(learned.read_text()))
 
 
-@pytest.mark.parametrize("paper", ["pha", "tcp-fs"])
+@pytest.mark.parametrize("paper", ["pha", "tcp-fs", "bloat"])
 def test_a_reproduction_summary_is_valid(root, cli, tmp_path, paper):
     _run(cli, "repro", paper, "--seeds", "2", "--out", str(tmp_path))
     doc = json.loads((tmp_path / paper / "summary.json").read_text())
@@ -74,7 +79,7 @@ def test_missing_required_fields_are_rejected(root, cli, tmp_path):
             summary.validate(bad)
     # A flow of the wrong kind, and a table without its format.
     bad = copy.deepcopy(doc)
-    bad["flows"][0]["kind"] = "udp"
+    bad["flows"][0]["kind"] = "quic"
     with pytest.raises(jsonschema.ValidationError):
         summary.validate(bad)
     table = _schema(root, "handover-table.schema.json")

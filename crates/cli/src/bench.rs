@@ -66,6 +66,16 @@ fn mptcp_linux_outage() -> String {
         )
 }
 
+/// The BLOAT paper's setting (scenarios/bloat/paper.toml): MPTCP LIA, Round Robin, with the
+/// transmission-status monitor, while on/off UDP cross traffic bloats one path's
+/// 10000-packet buffer twice.
+fn bloat_monitor() -> String {
+    include_str!("../../../scenarios/bloat/paper.toml").replace(
+        "receive_buffer_packets = 3000\n",
+        "receive_buffer_packets = 3000\nmechanisms = [\"bloat-monitor\"]\n",
+    )
+}
+
 /// The benchmark cases: (name, scenario TOML).
 pub fn cases() -> Vec<(&'static str, String)> {
     vec![
@@ -79,6 +89,10 @@ pub fn cases() -> Vec<(&'static str, String)> {
         (
             "mptcp-uncoupled-cubic-linux-default-2x10mbps-10ms-100pkt-outage-60s",
             mptcp_linux_outage(),
+        ),
+        (
+            "mptcp-lia-roundrobin-bloat-monitor-udp-cross-traffic-60s",
+            bloat_monitor(),
         ),
         // More cases: add a (name, TOML) pair here.
     ]
@@ -156,7 +170,16 @@ mod tests {
             let s = railpath_scenario::parse_str(&text, name).unwrap_or_else(|e| panic!("{e}"));
             s.validate().unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(s.run.duration_s, 60.0, "{name}");
-            assert_eq!(s.flows.len(), 1, "{name}");
+            // One measured flow; any other is cross traffic, which the name says.
+            let cross = s.flows[1..]
+                .iter()
+                .all(|f| f.kind == railpath_scenario::FlowKind::Udp);
+            assert!(cross, "{name}");
+            assert_eq!(
+                s.flows.len() > 1,
+                name.contains("udp-cross-traffic"),
+                "{name}"
+            );
             assert!(
                 name.starts_with(s.flows[0].kind.as_str()),
                 "{name} runs {}",
@@ -167,11 +190,17 @@ mod tests {
                 "{name} runs {}",
                 s.flows[0].cc
             );
-            // Every case says its links' rate, delay and buffer: 10 Mbit/s, 10 ms, 100 packets.
+            // A case that says its links' rate, delay and buffer has them: 10 Mbit/s, 10 ms, 100
+            // packets (the BLOAT case: the paper's, one path's buffer 10000 packets).
             for l in &s.links {
+                let buffer = if name.contains("bloat") && l.id == "p2" {
+                    10000
+                } else {
+                    100
+                };
                 assert_eq!(
                     (l.rate_mbps, l.delay_ms, l.buffer_packets),
-                    (Some(10.0), 10.0, Some(100)),
+                    (Some(10.0), 10.0, Some(buffer)),
                     "{name}"
                 );
             }

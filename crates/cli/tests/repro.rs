@@ -425,3 +425,105 @@ fn tcp_fs_report_renders_in_headless_chromium() {
     // Four traces in each cwnd plot, two in each sequence plot, four and two in the sweep's.
     assert!(page.matches("class=\"series\"").count() >= 18);
 }
+
+#[test]
+fn bloat_reproduction_summary_claims_and_report() {
+    let out = out_dir("repro-bloat");
+    let t = Instant::now();
+    let o = repro_paper("bloat", &out, "10");
+    let took = t.elapsed();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The budget; the run takes a few seconds (docs/performance.md).
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+    let v = summary_of("bloat", &out);
+    assert_eq!(v["paper"], "bloat");
+    assert_eq!(v["seeds"], 10);
+    let numbers = v["numbers"].as_array().unwrap();
+    let num = |id: &str| -> (f64, f64, f64, Option<f64>) {
+        let n = numbers
+            .iter()
+            .find(|n| n["id"] == id)
+            .unwrap_or_else(|| panic!("no number {id}"));
+        (
+            n["railpath"].as_f64().unwrap(),
+            n["ci95"][0].as_f64().unwrap(),
+            n["ci95"][1].as_f64().unwrap(),
+            n["paper"].as_f64(),
+        )
+    };
+    for n in numbers {
+        let (m, lo, hi, _) = num(n["id"].as_str().unwrap());
+        assert!(lo <= m && m <= hi, "{n}");
+    }
+    // The paper's numbers stand beside railpath's.
+    assert_eq!(num("roundrobin-throughput-mbps").3, Some(12.29));
+    assert_eq!(num("minrtt-monitor-throughput-mbps").3, Some(15.17));
+    assert_eq!(num("roundrobin-send-buffer-max").3, Some(2643.0));
+    assert_eq!(num("minrtt-reorder-avg-monitor").3, Some(3.0));
+    assert_eq!(num("roundrobin-clear-s-2").3, Some(48.8));
+    let claims = v["claims"].as_array().unwrap();
+    let holds = |id: &str| -> bool {
+        claims
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("no claim {id}"))["holds"]
+            .as_bool()
+            .unwrap()
+    };
+    for s in ["roundrobin", "minrtt"] {
+        // The claims follow from the numbers.
+        assert_eq!(
+            holds(&format!("{s}-monitor-raises-throughput")),
+            num(&format!("{s}-monitor-gain-pct")).1 > 0.0
+        );
+        for t in ["receive-buffer", "reorder"] {
+            let (off, on) = (
+                num(&format!("{s}-{t}-avg")).0,
+                num(&format!("{s}-{t}-avg-monitor")).0,
+            );
+            assert_eq!(holds(&format!("{s}-monitor-halves-{t}")), on <= off / 2.0);
+        }
+        // Without cross traffic the monitor changes nothing.
+        assert!(holds(&format!("{s}-monitor-quiet-without-cross-traffic")));
+        assert_eq!(
+            num(&format!("{s}-no-cross-throughput-mbps")).0,
+            num(&format!("{s}-no-cross-monitor-throughput-mbps")).0
+        );
+    }
+    let html = std::fs::read_to_string(out.join("bloat/report.html")).unwrap();
+    assert_eq!(html.matches("<svg class=\"plot\"").count(), 5);
+    for section in [
+        "Table 2",
+        "Table 3",
+        "Table 4",
+        "when the bloat clears",
+        "differ",
+    ] {
+        assert!(html.contains(section), "no {section}");
+    }
+    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(index.contains("href=\"bloat/report.html\""));
+}
+
+#[test]
+fn bloat_reproduction_is_deterministic_and_renders() {
+    let (a, b) = (out_dir("repro-bloat-a"), out_dir("repro-bloat-b"));
+    assert!(repro_paper("bloat", &a, "2").status.success());
+    assert!(repro_paper("bloat", &b, "2").status.success());
+    assert_eq!(summary_of("bloat", &a), summary_of("bloat", &b));
+    let report = |d: &Path| std::fs::read(d.join("bloat/report.html")).unwrap();
+    assert_eq!(report(&a), report(&b));
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let page = rendered(
+        &chromium,
+        &a.join("bloat/report.html"),
+        &a.join("chromium-profile"),
+    );
+    assert_eq!(page.matches("<svg class=\"plot\"").count(), 5, "{page}");
+    // Two traces in each throughput and queue plot, one TransmitTimes trace each, and the
+    // cross-traffic and detection bands.
+    assert!(page.matches("class=\"series\"").count() >= 8);
+    assert!(page.matches("class=\"band\"").count() >= 6);
+}

@@ -9,6 +9,7 @@
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
+pub mod bloat;
 pub mod pha;
 pub mod stats;
 pub mod svg;
@@ -120,6 +121,12 @@ pub const PAPERS: &[Paper] = &[
         title: "TCP-FS: receiver-initiated slow start across vertical handoffs",
         source: "002_d893380a32320789.txt",
         run: tcp_fs::run,
+    },
+    Paper {
+        name: "bloat",
+        title: "BLOAT: sender-side transmission-status monitoring against bufferbloat in MPTCP",
+        source: "003_e970a19d997de553.txt",
+        run: bloat::run,
     },
 ];
 

@@ -141,6 +141,21 @@ pub fn lines(
     ylabel: &str,
     series: &[(String, Vec<(f64, f64)>)],
 ) -> String {
+    lines_with_bands(title, xlabel, ylabel, series, &[])
+}
+
+/// Shades of the bands of [`lines_with_bands`], by the order their labels first appear.
+const BAND_FILLS: [&str; 3] = ["#999999", "#E69F00", "#56B4E9"];
+
+/// A line chart over shaded x-intervals: `bands` = (from, to, label); bands with the same label
+/// share a shade and one legend entry.
+pub fn lines_with_bands(
+    title: &str,
+    xlabel: &str,
+    ylabel: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+    bands: &[(f64, f64, String)],
+) -> String {
     let pts = series.iter().flat_map(|(_, p)| p.iter());
     let (mut x0, mut x1, mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64, 0.0f64);
     for &(x, y) in pts {
@@ -163,6 +178,27 @@ pub fn lines(
     };
     let mut out = String::new();
     open(&mut out, title);
+    let mut labels: Vec<&str> = Vec::new();
+    for (a, b, label) in bands {
+        let k = match labels.iter().position(|l| *l == label.as_str()) {
+            Some(k) => k,
+            None => {
+                labels.push(label);
+                labels.len() - 1
+            }
+        };
+        let (xa, xb) = (f.x(a.max(f.x0)), f.x(b.min(f.x1)));
+        if xb > xa {
+            let _ = write!(
+                out,
+                r#"<rect class="band" x="{xa:.1}" y="{MT}" width="{:.1}" height="{}" fill="{}" fill-opacity="0.22"><title>{}</title></rect>"#,
+                xb - xa,
+                H - MT - MB,
+                BAND_FILLS[k % BAND_FILLS.len()],
+                esc(label)
+            );
+        }
+    }
     axes(&mut out, &f, xlabel, ylabel, true);
     for (i, (_, p)) in series.iter().enumerate() {
         let mut d = String::new();
@@ -183,6 +219,19 @@ pub fn lines(
     }
     let names: Vec<String> = series.iter().map(|s| s.0.clone()).collect();
     legend(&mut out, &names);
+    for (k, label) in labels.iter().enumerate() {
+        let y = MT + 10.0 + 18.0 * (names.len() + k) as f64;
+        let x = W - MR + 12.0;
+        let _ = write!(
+            out,
+            r##"<rect x="{x}" y="{}" width="14" height="10" fill="{}" fill-opacity="0.35"/><text x="{}" y="{}" font-family="sans-serif" font-size="11">{}</text>"##,
+            y - 9.0,
+            BAND_FILLS[k % BAND_FILLS.len()],
+            x + 19.0,
+            y,
+            esc(label)
+        );
+    }
     out.push_str("</svg>");
     out
 }
