@@ -10,6 +10,7 @@ mod bench;
 mod calibrate;
 mod error;
 mod phad_testbed;
+mod power;
 mod repro;
 mod run;
 mod table;
@@ -43,6 +44,8 @@ enum Command {
     Calibrate(calibrate::Args),
     /// Reproduce the source papers' experiments: summary.json and an HTML report per paper.
     Repro(repro::Args),
+    /// The BOND paper's analytic power model of two bonded interfaces; one JSON line per rate.
+    Power(power::Args),
     // ADD A SUBCOMMAND: (2) a variant here, with a `///` line for --help,
 }
 
@@ -55,6 +58,7 @@ fn main() {
         Command::Table(a) => table::main(a),
         Command::Calibrate(a) => calibrate::main(a),
         Command::Repro(a) => repro::main(a),
+        Command::Power(a) => power::main(a),
         // ADD A SUBCOMMAND: (3) and its match arm here.
     };
     if let Err(e) = result {

@@ -10,6 +10,7 @@ mod handoff;
 pub mod mechanisms;
 pub mod mptcp;
 pub mod net;
+pub mod power;
 pub mod results;
 pub mod tcp;
 mod udp;
