@@ -18,6 +18,15 @@ pub fn flow<'a>(r: &'a RunResults, id: &str) -> &'a FlowSummary {
     r.summary.flows.iter().find(|f| f.id == id).expect("flow")
 }
 
+/// The values of one series (`subflow` "" for a whole flow, the link id for link metrics).
+pub fn series<'a>(r: &'a RunResults, flow: &str, subflow: &str, metric: &str) -> &'a [f64] {
+    &r.series
+        .iter()
+        .find(|s| s.flow == flow && s.subflow == subflow && s.metric == metric)
+        .unwrap_or_else(|| panic!("no series {flow}/{subflow}/{metric}"))
+        .values
+}
+
 pub fn link<'a>(r: &'a RunResults, id: &str) -> &'a LinkSummary {
     r.summary.links.iter().find(|l| l.id == id).expect("link")
 }

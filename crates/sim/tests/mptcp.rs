@@ -44,14 +44,6 @@ receive_buffer_packets = {rcv_buf}
     )
 }
 
-fn series<'a>(r: &'a RunResults, flow: &str, sub: &str, metric: &str) -> &'a [f64] {
-    &r.series
-        .iter()
-        .find(|s| s.flow == flow && s.subflow == sub && s.metric == metric)
-        .unwrap_or_else(|| panic!("no series {flow}/{sub}/{metric}"))
-        .values
-}
-
 fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }

@@ -6,15 +6,6 @@ use common::*;
 use railpath_sim::results::UdpStats;
 use railpath_sim::RunResults;
 
-/// The values of one series.
-fn series<'a>(r: &'a RunResults, flow: &str, subflow: &str, metric: &str) -> &'a [f64] {
-    &r.series
-        .iter()
-        .find(|s| s.flow == flow && s.subflow == subflow && s.metric == metric)
-        .unwrap_or_else(|| panic!("no series {flow}/{subflow}/{metric}"))
-        .values
-}
-
 fn udp<'a>(r: &'a RunResults, id: &str) -> &'a UdpStats {
     r.summary.udp(id).expect("udp stats")
 }
