@@ -25,6 +25,42 @@ fn summary_of(paper: &str, out: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
+/// A reproduction summary's number `id`: (railpath, its 95% interval's ends, the paper's).
+fn number(v: &serde_json::Value, id: &str) -> (f64, f64, f64, Option<f64>) {
+    let n = v["numbers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == id)
+        .unwrap_or_else(|| panic!("no number {id}"));
+    (
+        n["railpath"].as_f64().unwrap(),
+        n["ci95"][0].as_f64().unwrap(),
+        n["ci95"][1].as_f64().unwrap(),
+        n["paper"].as_f64(),
+    )
+}
+
+/// Every number of a reproduction summary lies within its own interval.
+fn assert_numbers_within_intervals(v: &serde_json::Value) {
+    for n in v["numbers"].as_array().unwrap() {
+        let (m, lo, hi, _) = number(v, n["id"].as_str().unwrap());
+        assert!(lo <= m && m <= hi, "{n}");
+    }
+}
+
+/// Whether a reproduction summary's claim `id` holds.
+fn claim_holds(v: &serde_json::Value, id: &str) -> bool {
+    v["claims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no claim {id}"))["holds"]
+        .as_bool()
+        .unwrap()
+}
+
 fn repro(out: &Path, seeds: &str) -> std::process::Output {
     repro_paper("pha", out, seeds)
 }
@@ -316,29 +352,13 @@ fn tcp_fs_reproduction_summary_claims_and_report() {
     assert_eq!(v["paper"], "tcp-fs");
     assert_eq!(v["format"], "railpath-repro/1");
     assert_eq!(v["seeds"], 10);
-    let numbers = v["numbers"].as_array().unwrap();
     let num = |id: &str| -> (f64, f64, f64) {
-        let n = numbers
-            .iter()
-            .find(|n| n["id"] == id)
-            .unwrap_or_else(|| panic!("no number {id}"));
-        (
-            n["railpath"].as_f64().unwrap(),
-            n["ci95"][0].as_f64().unwrap(),
-            n["ci95"][1].as_f64().unwrap(),
-        )
+        let (m, lo, hi, _) = number(&v, id);
+        (m, lo, hi)
     };
-    for n in numbers {
-        let id = n["id"].as_str().unwrap();
-        let (m, lo, hi) = num(id);
-        assert!(lo <= m && m <= hi, "{n}");
-    }
+    assert_numbers_within_intervals(&v);
     // Table 1, with the paper's values.
-    let paper = |id: &str| {
-        numbers.iter().find(|n| n["id"] == id).unwrap()["paper"]
-            .as_f64()
-            .unwrap()
-    };
+    let paper = |id: &str| number(&v, id).3.unwrap();
     assert_eq!(paper("downward-blocked-sent-kb-newreno"), 200.0);
     assert_eq!(paper("downward-blocked-sent-kb-tcp-fs"), 0.0);
     assert_eq!(paper("downward-after-sent-kb-newreno"), 1018.0);
@@ -347,15 +367,7 @@ fn tcp_fs_reproduction_summary_claims_and_report() {
     // segments that left before the zero window reached the sender, far less than NewReno.
     assert!(num("downward-blocked-sent-kb-tcp-fs").0 < num("downward-blocked-sent-kb-newreno").0);
     // The claims follow from the numbers.
-    let claims = v["claims"].as_array().unwrap();
-    let holds = |id: &str| -> bool {
-        claims
-            .iter()
-            .find(|c| c["id"] == id)
-            .unwrap_or_else(|| panic!("no claim {id}"))["holds"]
-            .as_bool()
-            .unwrap()
-    };
+    let holds = |id: &str| claim_holds(&v, id);
     for dir in ["upward", "downward"] {
         let (_, lo, _) = num(&format!("{dir}-after-delivered-kb-tcp-fs-minus-newreno"));
         assert_eq!(
@@ -438,38 +450,15 @@ fn bloat_reproduction_summary_claims_and_report() {
     let v = summary_of("bloat", &out);
     assert_eq!(v["paper"], "bloat");
     assert_eq!(v["seeds"], 10);
-    let numbers = v["numbers"].as_array().unwrap();
-    let num = |id: &str| -> (f64, f64, f64, Option<f64>) {
-        let n = numbers
-            .iter()
-            .find(|n| n["id"] == id)
-            .unwrap_or_else(|| panic!("no number {id}"));
-        (
-            n["railpath"].as_f64().unwrap(),
-            n["ci95"][0].as_f64().unwrap(),
-            n["ci95"][1].as_f64().unwrap(),
-            n["paper"].as_f64(),
-        )
-    };
-    for n in numbers {
-        let (m, lo, hi, _) = num(n["id"].as_str().unwrap());
-        assert!(lo <= m && m <= hi, "{n}");
-    }
+    let num = |id: &str| number(&v, id);
+    assert_numbers_within_intervals(&v);
     // The paper's numbers stand beside railpath's.
     assert_eq!(num("roundrobin-throughput-mbps").3, Some(12.29));
     assert_eq!(num("minrtt-monitor-throughput-mbps").3, Some(15.17));
     assert_eq!(num("roundrobin-send-buffer-max").3, Some(2643.0));
     assert_eq!(num("minrtt-reorder-avg-monitor").3, Some(3.0));
     assert_eq!(num("roundrobin-clear-s-2").3, Some(48.8));
-    let claims = v["claims"].as_array().unwrap();
-    let holds = |id: &str| -> bool {
-        claims
-            .iter()
-            .find(|c| c["id"] == id)
-            .unwrap_or_else(|| panic!("no claim {id}"))["holds"]
-            .as_bool()
-            .unwrap()
-    };
+    let holds = |id: &str| claim_holds(&v, id);
     for s in ["roundrobin", "minrtt"] {
         // The claims follow from the numbers.
         assert_eq!(
