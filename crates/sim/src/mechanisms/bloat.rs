@@ -266,9 +266,14 @@ pub fn detect(monitor: &Monitor, send_buffer: f64, average: f64, paths: &[PathVi
     let suspicion = send_buffer > average;
     let bloat = if suspicion && tt > th {
         monitor.head().and_then(|h| {
-            let counts: Vec<u64> = (0..paths.len()).map(|i| monitor.count(i)).collect();
-            let usable: Vec<bool> = paths.iter().map(|p| p.usable).collect();
-            normal_path(h.sub, &counts, &usable).map(|n| (h.sub, n))
+            // On the stack: this runs on ACKs (a flow has at most 16 subflows).
+            let n = paths.len().min(16);
+            let (mut counts, mut usable) = ([0u64; 16], [false; 16]);
+            for i in 0..n {
+                counts[i] = monitor.count(i);
+                usable[i] = paths[i].usable;
+            }
+            normal_path(h.sub, &counts[..n], &usable[..n]).map(|n| (h.sub, n))
         })
     } else {
         None

@@ -354,8 +354,9 @@ impl TcpSender {
         Room::Yes
     }
 
-    /// Receive-window room for one more new segment. A window smaller than one segment still
-    /// takes one when nothing is outstanding; a zero window takes none (see [`Self::arm_persist`]).
+    /// Room for one more new segment in the receive window and in a fixed send buffer (see
+    /// [`Self::sndbuf_allows_new`]). A window smaller than one segment still takes one when
+    /// nothing is outstanding; a zero window takes none (see [`Self::arm_persist`]).
     pub fn rwnd_allows_new(&self) -> bool {
         self.sndbuf_allows_new()
             && (!self.use_rwnd
