@@ -323,6 +323,7 @@ mod tests {
             flows: vec![f],
             links: vec![],
             handovers: vec![],
+            bonds: vec![],
         };
         let t = flow_table(&s);
         let lines: Vec<&str> = t.lines().collect();

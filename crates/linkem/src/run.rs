@@ -146,6 +146,20 @@ fn udp_unsupported(s: &Scenario, id: &str) -> ScenarioError {
 }
 
 fn check_supported(s: &Scenario) -> Result<(), ScenarioError> {
+    if let Some(b) = s.bonds.first() {
+        return Err(ScenarioError::new(
+            &s.source,
+            format!("bond \"{}\"", b.id),
+            "link bonding runs in the simulator only: this kernel has no bonding driver",
+        ));
+    }
+    if let Some(l) = s.links.iter().find(|l| l.wifi.is_some()) {
+        return Err(ScenarioError::new(
+            &s.source,
+            format!("link \"{}\".wifi", l.id),
+            "the 802.11 MAC model runs in the simulator only: the testbed's links have a rate, give rate_mbps instead",
+        ));
+    }
     let mut mptcp_paths: Option<(&str, Vec<&String>)> = None;
     let mut mptcp_host: Option<(&str, HostWide)> = None;
     for (i, f) in s.flows.iter().enumerate() {
@@ -1078,6 +1092,7 @@ fn assemble(
             // The testbed runs no udp flows (check_supported refuses them).
             links,
             handovers: Vec::new(),
+            bonds: Vec::new(),
         },
         bin_s,
         series,

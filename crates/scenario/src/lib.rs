@@ -58,6 +58,10 @@ pub struct Scenario {
     pub links: Vec<Link>,
     #[serde(default, rename = "flow")]
     pub flows: Vec<Flow>,
+    /// Link bonding (`[[bond]]`): one virtual link over member links; a flow's path may name a
+    /// bond as it names a link.
+    #[serde(default, rename = "bond")]
+    pub bonds: Vec<Bond>,
     /// The train of the radio model (`[train]`); required when any `[[carrier]]` is given.
     #[serde(default)]
     pub train: Option<railpath_radio::TrainConfig>,
@@ -147,6 +151,10 @@ pub struct Link {
     /// Id of the `[[carrier]]` that drives this link's rate, outages and extra delay/loss along
     /// the track (then `rate_mbps` and `trace` are not given).
     pub carrier: Option<String>,
+    /// An 802.11a/g interface pair: the server's time per packet is the Wi-Fi MAC's (DCF
+    /// backoff, OFDM frame, SIFS, link-layer ACK, retries) at a fixed PHY rate, instead of
+    /// `rate_mbps` (see [`Wifi`]).
+    pub wifi: Option<Wifi>,
     /// Reverse (ACK) direction rate; default: the data-direction rate (or 100 Mbit/s with a trace).
     pub reverse_rate_mbps: Option<f64>,
     /// Reverse (ACK) direction one-way delay; default: `delay_ms`.
@@ -163,6 +171,120 @@ pub struct Link {
     pub trace_ms: Option<Vec<u64>>,
     #[serde(skip)]
     pub reverse_trace_ms: Option<Vec<u64>>,
+}
+
+/// The 802.11 OFDM PHY a Wi-Fi link uses.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+pub enum WifiStandard {
+    /// 802.11a, 5 GHz.
+    #[serde(rename = "a")]
+    A,
+    /// 802.11g (ERP-OFDM, short slot, no protection), 2.4 GHz.
+    #[serde(rename = "g")]
+    G,
+}
+
+impl WifiStandard {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            WifiStandard::A => "a",
+            WifiStandard::G => "g",
+        }
+    }
+}
+
+/// The OFDM data rates of 802.11a/g, Mbit/s.
+pub const WIFI_PHY_MBPS: &[f64] = &[6.0, 9.0, 12.0, 18.0, 24.0, 36.0, 48.0, 54.0];
+
+/// `wifi = { standard, phy_mbps, frame_error }` on a link: both directions are a Wi-Fi
+/// interface at a fixed PHY rate (docs/models/wifi.md).
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Wifi {
+    pub standard: WifiStandard,
+    /// One of [`WIFI_PHY_MBPS`].
+    pub phy_mbps: f64,
+    /// Chance that one transmission attempt of a frame fails (then it is retried with a doubled
+    /// contention window, 7 attempts in all, as Linux's default short retry limit); default 0.
+    #[serde(default)]
+    pub frame_error: f64,
+}
+
+/// How a bond spreads packets over its members.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum BondSplit {
+    /// `weights[0]` packets on the first member, then `weights[1]` on the second, ... (Linux
+    /// bonding's balance-rr generalised to m:n, as the BOND paper did).
+    #[default]
+    Weights,
+    /// Each packet to member k with probability weights[k] / sum(weights) (the split the BOND
+    /// paper's power model assumes).
+    Random,
+}
+
+impl BondSplit {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            BondSplit::Weights => "weights",
+            BondSplit::Random => "random",
+        }
+    }
+}
+
+/// Default `miimon_ms` (Debian's ifenslave examples and most distributions' bonding setups).
+pub const BOND_DEFAULT_MIIMON_MS: f64 = 100.0;
+/// Default `sleep_after_ms`: the BOND paper's tau.
+pub const BOND_DEFAULT_SLEEP_AFTER_MS: f64 = 200.0;
+
+/// `[[bond]]`: one virtual link striping packets over member links, in both directions.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Bond {
+    /// Unique among links and bonds; a flow's `paths` may name it.
+    pub id: String,
+    /// Link ids, at least one, each at most once.
+    pub members: Vec<String>,
+    /// Packets per member per turn (default all 1: round robin).
+    #[serde(default)]
+    pub weights: Option<Vec<u32>>,
+    #[serde(default)]
+    pub split: BondSplit,
+    /// Link monitoring interval (Linux bonding `miimon`): a member that went down (an outage)
+    /// is skipped from the first check after it, used again from the first check after it came
+    /// back; 0 = no monitoring (a dead member keeps its share). Default 100.
+    #[serde(default)]
+    pub miimon_ms: Option<f64>,
+    /// Drop duplicate ACKs for data already received at the bond's end where data enters it
+    /// (the AP for downloads), as the BOND paper does; default false.
+    #[serde(default)]
+    pub ack_filter: bool,
+    /// Power accounting: a member's data direction sleeps this long after its queue empties
+    /// (the BOND paper's tau); default 200.
+    #[serde(default)]
+    pub sleep_after_ms: Option<f64>,
+}
+
+impl Bond {
+    /// The weights in force (all 1 when not given).
+    pub fn weights(&self) -> Vec<u32> {
+        self.weights
+            .clone()
+            .unwrap_or_else(|| vec![1; self.members.len()])
+    }
+    pub fn miimon_ms(&self) -> f64 {
+        self.miimon_ms.unwrap_or(BOND_DEFAULT_MIIMON_MS)
+    }
+    pub fn sleep_after_ms(&self) -> f64 {
+        self.sleep_after_ms.unwrap_or(BOND_DEFAULT_SLEEP_AFTER_MS)
+    }
+}
+
+/// What a flow's path names: a link or a bond.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathTarget {
+    Link(usize),
+    Bond(usize),
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
@@ -300,6 +422,9 @@ pub enum UdpProcess {
     Onoff,
     /// Constant bit rate `mean_mbps` from start to stop.
     Cbr,
+    /// Poisson arrivals of mean rate `mean_mbps`: exponential gaps between packets (the
+    /// traffic of the BOND paper's power model).
+    Poisson,
 }
 
 impl UdpProcess {
@@ -307,6 +432,7 @@ impl UdpProcess {
         match self {
             UdpProcess::Onoff => "onoff",
             UdpProcess::Cbr => "cbr",
+            UdpProcess::Poisson => "poisson",
         }
     }
 }
@@ -480,7 +606,7 @@ impl Flow {
         let mean = u.mean_mbps?;
         let peak = match u.process {
             UdpProcess::Onoff => u.max_mbps.unwrap_or(mean).max(mean),
-            UdpProcess::Cbr => mean,
+            UdpProcess::Cbr | UdpProcess::Poisson => mean,
         };
         let mean_on_ms = u.mean_on_ms.unwrap_or(UDP_DEFAULT_MEAN_ON_MS);
         Some(UdpConfig {
@@ -609,6 +735,10 @@ pub enum LossDetection {
     Rack,
     /// RFC 6675 DupThresh (three SACKed segments above a hole).
     Dupthresh,
+    /// RFC 6675 with the threshold raised to the reordering SACKs reveal, as Linux did before
+    /// RACK (3.x `tcp_update_reordering()`).
+    #[serde(rename = "dupthresh-adaptive")]
+    DupthreshAdaptive,
 }
 
 /// How the retransmission timeout is computed from the RTT estimates.
@@ -788,6 +918,29 @@ impl Scenario {
     /// Index of the link with this id.
     pub fn link_index(&self, id: &str) -> Option<usize> {
         self.links.iter().position(|l| l.id == id)
+    }
+
+    /// What a flow's path names: a link, else a bond.
+    pub fn path_target(&self, id: &str) -> Option<PathTarget> {
+        self.link_index(id).map(PathTarget::Link).or_else(|| {
+            self.bonds
+                .iter()
+                .position(|b| b.id == id)
+                .map(PathTarget::Bond)
+        })
+    }
+
+    /// The links a path crosses: the link itself, or a bond's members.
+    pub fn path_links(&self, id: &str) -> Vec<usize> {
+        match self.path_target(id) {
+            Some(PathTarget::Link(i)) => vec![i],
+            Some(PathTarget::Bond(b)) => self.bonds[b]
+                .members
+                .iter()
+                .filter_map(|m| self.link_index(m))
+                .collect(),
+            None => Vec::new(),
+        }
     }
 }
 

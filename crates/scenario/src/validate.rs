@@ -7,7 +7,7 @@
 //! paths and in `timeseries.csv`, and TCP limits follow Linux (RFC 7323 section 2.3: a window of
 //! at most 2^30 bytes; RFC 6298 section 2: an RTO is positive and may be capped).
 
-use crate::{FlowKind, Link, Scenario, ScenarioError, TcpConfig, TcpOptions};
+use crate::{Bond, FlowKind, Link, PathTarget, Scenario, ScenarioError, TcpConfig, TcpOptions};
 
 /// Congestion controls a `tcp` flow accepts.
 pub const TCP_CCS: &[&str] = &["newreno", "cubic", "bbr"];
@@ -190,6 +190,9 @@ impl Scenario {
                 }
             }
         }
+        for (i, b) in self.bonds.iter().enumerate() {
+            self.validate_bond(&c, i, b)?;
+        }
         if self.flows.is_empty() {
             return Err(c.err("flow", "at least one [[flow]] table is required"));
         }
@@ -365,16 +368,29 @@ impl Scenario {
                 }
             }
             for (j, p) in f.paths.iter().enumerate() {
-                if self.link_index(p).is_none() {
-                    let ids: Vec<String> =
-                        self.links.iter().map(|l| format!("{:?}", l.id)).collect();
-                    return Err(c.err(
-                        k(&format!("paths[{j}]")),
-                        format!(
-                            "unknown link {p:?}; expected one of the [[link]] ids: {}",
-                            ids.join(", ")
-                        ),
-                    ));
+                match self.path_target(p) {
+                    None => {
+                        let ids: Vec<String> = self
+                            .links
+                            .iter()
+                            .map(|l| format!("{:?}", l.id))
+                            .chain(self.bonds.iter().map(|b| format!("{:?}", b.id)))
+                            .collect();
+                        return Err(c.err(
+                            k(&format!("paths[{j}]")),
+                            format!(
+                                "unknown link {p:?}; expected one of the [[link]] or [[bond]] ids: {}",
+                                ids.join(", ")
+                            ),
+                        ));
+                    }
+                    Some(PathTarget::Bond(_)) if !f.handoffs.is_empty() => {
+                        return Err(c.err(
+                            k(&format!("paths[{j}]")),
+                            format!("{p:?} is a bond: a vertical handoff moves a flow between links, not bonds"),
+                        ));
+                    }
+                    _ => {}
                 }
                 // An mptcp flow may open several subflows over one link (Linux's ndiffports
                 // path manager); a link twice in a tcp flow is a mistake.
@@ -428,10 +444,7 @@ impl Scenario {
                     "mss_bytes + header_bytes",
                 ),
             };
-            for p in &f.paths {
-                let Some(li) = self.link_index(p) else {
-                    continue;
-                };
+            for li in f.paths.iter().flat_map(|p| self.path_links(p)) {
                 if let Some(b) = self.links[li].buffer_bytes {
                     if b < packet {
                         return Err(c.err(
@@ -466,8 +479,43 @@ fn validate_link(c: &Check, i: usize, l: &Link) -> Result<(), ScenarioError> {
             }
         }
     }
+    if let Some(w) = &l.wifi {
+        for (set, key) in [
+            (l.rate_mbps.is_some(), "rate_mbps"),
+            (l.trace.is_some(), "trace"),
+            (l.carrier.is_some(), "carrier"),
+            (l.schedule.iter().any(|s| s.rate_mbps.is_some()), "schedule"),
+            (l.reverse_rate_mbps.is_some(), "reverse_rate_mbps"),
+            (l.reverse_trace.is_some(), "reverse_trace"),
+        ] {
+            if set {
+                return Err(c.err(
+                    k(key),
+                    "a link with wifi = { ... } takes its rate from its PHY rate and the 802.11 MAC; remove this key or wifi",
+                ));
+            }
+        }
+        if !crate::WIFI_PHY_MBPS.contains(&w.phy_mbps) {
+            return Err(c.err(
+                k("wifi.phy_mbps"),
+                format!(
+                    "expected one of the 802.11a/g OFDM rates 6, 9, 12, 18, 24, 36, 48, 54 (Mbit/s), found {}",
+                    show_num(w.phy_mbps)
+                ),
+            ));
+        }
+        if !(w.frame_error.is_finite() && (0.0..=0.9).contains(&w.frame_error)) {
+            return Err(c.err(
+                k("wifi.frame_error"),
+                format!(
+                    "expected a probability >= 0 and <= 0.9 per transmission attempt, found {}",
+                    show_num(w.frame_error)
+                ),
+            ));
+        }
+    }
     match (l.rate_mbps, &l.trace) {
-        (None, None) if l.carrier.is_some() => {}
+        (None, None) if l.carrier.is_some() || l.wifi.is_some() => {}
         (Some(r), None) => c.rate(&k("rate_mbps"), r)?,
         (None, Some(t)) => {
             if t.trim().is_empty() {
@@ -483,7 +531,7 @@ fn validate_link(c: &Check, i: usize, l: &Link) -> Result<(), ScenarioError> {
         (None, None) => {
             return Err(c.err(
                 k("rate_mbps"),
-                format!("required unless trace is given: a rate >= {MIN_RATE_MBPS} and <= {MAX_RATE_MBPS} Mbit/s"),
+                format!("required unless trace, carrier or wifi is given: a rate >= {MIN_RATE_MBPS} and <= {MAX_RATE_MBPS} Mbit/s"),
             ));
         }
     }
@@ -653,7 +701,7 @@ impl Scenario {
             return Err(c.err(
                 k("paths"),
                 format!(
-                    "a udp flow takes exactly one link (it sends in the link's data direction), found {}",
+                    "a udp flow takes exactly one link or bond (it sends in the data direction), found {}",
                     f.paths.len()
                 ),
             ));
@@ -695,7 +743,7 @@ impl Scenario {
                     ));
                 }
             }
-            (crate::UdpProcess::Cbr, None) => {}
+            (crate::UdpProcess::Cbr | crate::UdpProcess::Poisson, None) => {}
         }
         if let Some(on) = u.mean_on_ms {
             c.range(
@@ -715,6 +763,71 @@ impl Scenario {
                 u32::from(u16::MAX),
                 "bytes on the wire (IP and UDP headers, 28 bytes, included)",
             )?;
+        }
+        Ok(())
+    }
+
+    /// A `[[bond]]`: a unique id, known distinct members, weights, monitoring and sleep times.
+    fn validate_bond(&self, c: &Check, i: usize, b: &Bond) -> Result<(), ScenarioError> {
+        let k = |x: &str| format!("bond[{i}].{x}");
+        c.id(&k("id"), &b.id)?;
+        if let Some(j) = self.bonds[..i].iter().position(|o| o.id == b.id) {
+            return Err(c.err(
+                k("id"),
+                format!("duplicate bond id {:?} (also bond[{j}])", b.id),
+            ));
+        }
+        if let Some(j) = self.link_index(&b.id) {
+            return Err(c.err(
+                k("id"),
+                format!(
+                    "{:?} is also the id of link[{j}]: a flow's paths name links and bonds alike",
+                    b.id
+                ),
+            ));
+        }
+        if b.members.is_empty() {
+            return Err(c.err(
+                k("members"),
+                "expected at least one link id, e.g. members = [\"wlan-a\", \"wlan-g\"]",
+            ));
+        }
+        for (j, m) in b.members.iter().enumerate() {
+            let mk = k(&format!("members[{j}]"));
+            if self.link_index(m).is_none() {
+                let ids: Vec<String> = self.links.iter().map(|l| format!("{:?}", l.id)).collect();
+                return Err(c.err(
+                    mk,
+                    format!(
+                        "unknown link {m:?}; expected one of the [[link]] ids: {}",
+                        ids.join(", ")
+                    ),
+                ));
+            }
+            if b.members[..j].contains(m) {
+                return Err(c.err(mk, format!("link {m:?} is listed twice")));
+            }
+        }
+        if let Some(w) = &b.weights {
+            if w.len() != b.members.len() {
+                return Err(c.err(
+                    k("weights"),
+                    format!(
+                        "expected one weight per member ({}), found {}",
+                        b.members.len(),
+                        w.len()
+                    ),
+                ));
+            }
+            for (j, &x) in w.iter().enumerate() {
+                c.int_range(&k(&format!("weights[{j}]")), x, 1, 1000, "packets per turn")?;
+            }
+        }
+        if let Some(m) = b.miimon_ms {
+            c.range(&k("miimon_ms"), m, 0.0, false, 60_000.0, "ms (0: no monitoring)")?;
+        }
+        if let Some(t) = b.sleep_after_ms {
+            c.range(&k("sleep_after_ms"), t, 0.0, false, 3_600_000.0, "ms")?;
         }
         Ok(())
     }
@@ -1644,7 +1757,7 @@ paths = ["a"]
         };
         let (k, m) = two("[\"a\", \"b\"]");
         assert_eq!(k, "flow[1].paths");
-        assert!(m.contains("a udp flow takes exactly one link"), "{m}");
+        assert!(m.contains("a udp flow takes exactly one link or bond"), "{m}");
         assert!(m.contains("found 2"), "{m}");
         assert_eq!(two("[]").0, "flow[1].paths");
         assert_eq!(two("[\"z\"]").0, "flow[1].paths[0]");

@@ -25,6 +25,8 @@ pub enum Event {
     Timer { flow: u32, sub: u16, side: u8 },
     /// Scripted control of a flow (e.g. an MP_PRIO change) by index into the flow's script.
     FlowControl { flow: u32, idx: u32 },
+    /// A bond's link monitoring check (Linux bonding `miimon`).
+    BondCheck { bond: u32 },
     /// End of a time-series bin.
     Sample,
 }

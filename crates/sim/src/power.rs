@@ -162,6 +162,71 @@ pub fn analytic(x: &Inputs) -> Result<Output, String> {
     })
 }
 
+/// The simulated counterpart of the model's sleep rule for one interface (a bond member's
+/// data direction): it is awake from the moment a packet reaches its queue while asleep until
+/// `tau` after its queue last emptied, asleep otherwise (the paper's section IV: "sleeps after
+/// tau with nothing to send, wakes at once when a packet arrives"). Waking costs nothing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AwakeClock {
+    tau: railpath_core::Time,
+    /// Start of the current (or last) awake period.
+    since: railpath_core::Time,
+    /// While idle: when the interface falls asleep; `None` while it has packets.
+    until: Option<railpath_core::Time>,
+    /// Whether any packet has come (before the first the interface is asleep).
+    started: bool,
+    /// Awake time of the finished periods.
+    awake: railpath_core::Time,
+}
+
+impl AwakeClock {
+    pub fn new(tau: railpath_core::Time) -> AwakeClock {
+        use railpath_core::Time;
+        AwakeClock {
+            tau,
+            since: Time::ZERO,
+            until: Some(Time::ZERO),
+            started: false,
+            awake: Time::ZERO,
+        }
+    }
+
+    /// A packet reaches the queue at `now`.
+    #[inline]
+    pub fn packet(&mut self, now: railpath_core::Time) {
+        match self.until {
+            None => {}
+            Some(u) if self.started && now <= u => self.until = None,
+            Some(u) => {
+                if self.started {
+                    self.awake += u - self.since;
+                }
+                self.started = true;
+                self.since = now;
+                self.until = None;
+            }
+        }
+    }
+
+    /// The queue emptied at `now` (the last packet left the server, or was dropped).
+    #[inline]
+    pub fn idle(&mut self, now: railpath_core::Time) {
+        if self.until.is_none() {
+            self.until = Some(now + self.tau);
+        }
+    }
+
+    /// Seconds awake from 0 to `end`.
+    pub fn awake_s(&self, end: railpath_core::Time) -> f64 {
+        let open = match (self.started, self.until) {
+            (false, _) => railpath_core::Time::ZERO,
+            (true, None) => end.saturating_sub(self.since),
+            (true, Some(u)) => u.min(end).saturating_sub(self.since.min(end)),
+        };
+        (self.awake + open).secs_f64()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,5 +324,29 @@ mod tests {
         assert!(e.starts_with("alpha"), "{e}");
         let e = analytic(&Inputs { mu2: 0.0, ..base }).unwrap_err();
         assert!(e.starts_with("mu1, mu2"), "{e}");
+    }
+
+    #[test]
+    fn awake_clock_sleeps_tau_after_the_queue_empties() {
+        use super::AwakeClock;
+        use railpath_core::Time;
+        let ms = Time::from_ms;
+        let mut c = AwakeClock::new(ms(200));
+        // Asleep until the first packet at 1 s; it leaves at 1.001 s: awake until 1.201 s.
+        c.packet(ms(1000));
+        c.idle(ms(1001));
+        // A packet at 1.1 s (still awake) extends the period: it leaves at 1.102 -> 1.302 s.
+        c.packet(ms(1100));
+        c.idle(ms(1102));
+        // A packet at 2 s after sleeping: a new period, open at the end (3 s).
+        c.packet(ms(2000));
+        // 0.302 s + (3 - 2) s.
+        assert!((c.awake_s(ms(3000)) - 1.302).abs() < 1e-12);
+        c.idle(ms(2500));
+        // Closed at 2.7 s: 0.302 + 0.7; an end inside a period cuts it.
+        assert!((c.awake_s(ms(3000)) - 1.002).abs() < 1e-12);
+        assert!((c.awake_s(ms(2600)) - 0.902).abs() < 1e-12);
+        // Never a packet: never awake.
+        assert_eq!(AwakeClock::new(ms(200)).awake_s(ms(5000)), 0.0);
     }
 }

@@ -22,6 +22,47 @@ pub struct Summary {
     pub flows: Vec<FlowSummary>,
     pub links: Vec<LinkSummary>,
     pub handovers: Vec<Handover>,
+    /// The scenario's bonds (`[[bond]]`), in its order; empty without.
+    pub bonds: Vec<BondSummary>,
+}
+
+/// One bond of `summary.json`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BondSummary {
+    pub id: String,
+    /// `"weights"` or `"random"`.
+    pub split: String,
+    pub weights: Vec<u32>,
+    pub ack_filter: bool,
+    /// Duplicate ACKs the filter dropped.
+    pub filtered_acks: u64,
+    /// Packets dropped because no member was up.
+    pub no_member_drops: u64,
+    pub members: Vec<BondMemberSummary>,
+    /// Members marked down or up by the bond's monitoring, in time order.
+    pub member_events: Vec<BondMemberEvent>,
+}
+
+/// A bond member: what it carried and its power state (data direction).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BondMemberSummary {
+    pub link: String,
+    /// Packets the bond gave it in the data direction (refused by its queue included).
+    pub data_packets: u64,
+    /// Packets the bond gave it in the reverse direction.
+    pub reverse_packets: u64,
+    /// Seconds its data direction was awake (packets queued, or less than the bond's
+    /// `sleep_after_ms` since its queue emptied) and asleep, over the run.
+    pub awake_s: f64,
+    pub asleep_s: f64,
+}
+
+/// A member's state change as the bond's monitoring saw it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BondMemberEvent {
+    pub t_s: f64,
+    pub link: String,
+    pub up: bool,
 }
 
 impl Summary {

@@ -14,6 +14,9 @@
 //!   period is ON and starts at `start_s`.
 //! - `"cbr"`: the same always ON at `mean_mbps` (the k-th packet leaves `k` intervals after
 //!   `start_s`).
+//! - `"poisson"`: packets leave as a Poisson process of rate `mean_mbps / (packet_bytes x 8)`:
+//!   independent exponential gaps, the first one after `start_s` (the arrivals of the BOND
+//!   paper's power model).
 //!
 //! Why on/off: the bufferbloat paper this serves (simulated in ns-3; its router has a buffer of
 //! thousands of packets in front of a 10 Mbit/s bottleneck) says of its cross traffic only that
@@ -39,6 +42,8 @@ pub(crate) struct Source {
     bits: u64,
     rate_bps: u64,
     always_on: bool,
+    /// Poisson: mean gap between packets, s, and when the next packet leaves.
+    poisson: Option<(f64, Time)>,
     mean_on_s: f64,
     mean_off_s: f64,
     rng: Rng,
@@ -61,6 +66,10 @@ impl Source {
             bits: u64::from(cfg.packet_bytes.max(UDP_HEADER_BYTES)) * 8,
             rate_bps: ((cfg.peak_mbps * 1e6).round() as u64).max(1),
             always_on: cfg.always_on(),
+            poisson: (cfg.process == railpath_scenario::UdpProcess::Poisson).then(|| {
+                let bits = f64::from(cfg.packet_bytes.max(UDP_HEADER_BYTES)) * 8.0;
+                (bits / (cfg.mean_mbps * 1e6), Time::ZERO)
+            }),
             mean_on_s: cfg.mean_on_ms / 1e3,
             mean_off_s: cfg.mean_off_ms / 1e3,
             rng,
@@ -87,6 +96,10 @@ impl Source {
             t + self.exp(self.mean_on_s)
         };
         self.periods = 1;
+        if let Some((gap, _)) = self.poisson {
+            let first = t + self.exp(gap);
+            self.poisson = Some((gap, first));
+        }
     }
 
     /// Cumulative ON time at which packet `n` (1-based) leaves, ns.
@@ -98,6 +111,9 @@ impl Source {
     /// When the next packet leaves, if before `stop`: OFF periods are skipped (their periods are
     /// drawn here, without events).
     pub fn next_send(&mut self, stop: Time) -> Option<Time> {
+        if let Some((_, t)) = self.poisson {
+            return (t < stop).then_some(t);
+        }
         let due = self.due_ns(self.sent + 1);
         loop {
             if self.on_start >= stop {
@@ -121,6 +137,10 @@ impl Source {
     /// The packet [`Source::next_send`] returned has left.
     pub fn sent(&mut self) {
         self.sent += 1;
+        if let Some((gap, t)) = self.poisson {
+            let next = t + self.exp(gap);
+            self.poisson = Some((gap, next));
+        }
     }
 }
 
@@ -131,8 +151,9 @@ pub(crate) struct UdpFlow {
     pub id: String,
     cfg: UdpConfig,
     route: u32,
-    /// The link direction the route crosses (for the packets still in it at the end).
-    dir: u32,
+    /// The link directions the route may cross (one, or a bond's members; for the packets
+    /// still in them at the end).
+    dirs: Vec<u32>,
     start: Time,
     /// `stop_s`, or the end of the run.
     stop: Time,
@@ -159,7 +180,7 @@ impl UdpFlow {
         f: &railpath_scenario::Flow,
         cfg: UdpConfig,
         route: u32,
-        dir: u32,
+        dirs: Vec<u32>,
         stop: Time,
         seed: u64,
         nbins: usize,
@@ -169,7 +190,7 @@ impl UdpFlow {
             id: f.id.clone(),
             cfg,
             route,
-            dir,
+            dirs,
             start: Time::from_secs_f64(f.start_s),
             stop,
             source: Source::new(&cfg, Rng::stream(seed, &format!("udp/{}", f.id))),
@@ -244,7 +265,11 @@ impl UdpFlow {
     pub fn summarize(&self, end: Time, net: &Net) -> (FlowSummary, Vec<Series>) {
         let active = self.stop.min(end).saturating_sub(self.start).secs_f64();
         let per_s = |x: f64| if active > 0.0 { x / active } else { 0.0 };
-        let in_flight = net.dirs[self.dir as usize].held_on_route(self.route);
+        let in_flight = self
+            .dirs
+            .iter()
+            .map(|&d| net.dirs[d as usize].held_on_route(self.route))
+            .sum();
         let stats = UdpStats {
             process: self.cfg.process.as_str().to_string(),
             offered_bps: per_s(self.sent_packets as f64 * f64::from(self.cfg.packet_bytes) * 8.0),
@@ -340,6 +365,22 @@ mod tests {
             assert_eq!(w[1] - w[0], Time::from_ms(1));
         }
         assert_eq!(s.periods, 1);
+    }
+
+    #[test]
+    fn poisson_gaps_are_exponential_with_the_mean_rate() {
+        // 1250 B at 1 Mbit/s: 100 packets/s, mean gap 10 ms.
+        let cfg = config(UdpProcess::Poisson, 1.0, 1.0, 200.0, 1250);
+        let (t, _) = sends(&cfg, 5, Time::ZERO, Time::from_secs(200));
+        // 20000 expected (standard deviation 141).
+        assert!((t.len() as i64 - 20_000).abs() < 700, "{}", t.len());
+        // Exponential: the share of gaps above the mean is e^-1 = 0.368, above 3 means e^-3.
+        let gaps: Vec<f64> = t.windows(2).map(|w| (w[1] - w[0]).ms_f64()).collect();
+        let above = |x: f64| gaps.iter().filter(|&&g| g > x).count() as f64 / gaps.len() as f64;
+        assert!((above(10.0) - (-1.0f64).exp()).abs() < 0.015, "{}", above(10.0));
+        assert!((above(30.0) - (-3.0f64).exp()).abs() < 0.006, "{}", above(30.0));
+        // The first packet comes a random gap after the start, not at it.
+        assert!(t[0] > Time::ZERO);
     }
 
     #[test]

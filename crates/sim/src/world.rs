@@ -6,10 +6,13 @@ use crate::flow::{Flow, TcpFlow};
 use crate::mptcp::connection::{MptcpFlow, MptcpSetup};
 use crate::net::link::{LinkDir, Trace};
 use crate::net::{Endpoint, Hop, Net, Side};
-use crate::results::{AvgMax, Handover, LinkSummary, RunResults, Series, Summary};
+use crate::results::{
+    AvgMax, BondMemberEvent, BondMemberSummary, BondSummary, Handover, LinkSummary, RunResults,
+    Series, Summary,
+};
 use crate::udp::UdpFlow;
 use railpath_core::{Rng, Time};
-use railpath_scenario::{FlowKind, Scenario};
+use railpath_scenario::{FlowKind, PathTarget, Scenario};
 use std::fmt;
 use std::sync::Arc;
 
@@ -121,6 +124,11 @@ impl Builder<'_> {
             Rng::stream(s.run.seed, &format!("link:{}:fwd", l.id)),
         );
         fwd.outage_mode = l.outage_mode;
+        let wifi = l.wifi.as_ref().map(crate::net::wifi::WifiMac::new);
+        if let Some(mac) = wifi {
+            fwd.wifi = Some(mac);
+            fwd.rate_bps = mac.saturation_bps(1500).round() as u64;
+        }
         if let Some(t) = &l.trace_ms {
             fwd.trace = Some(Trace::new(Arc::from(t.as_slice())));
         } else if l.trace.is_some() {
@@ -159,6 +167,10 @@ impl Builder<'_> {
             Rng::stream(s.run.seed, &format!("link:{}:rev", l.id)),
         );
         rev.outage_mode = fwd.outage_mode;
+        if let Some(mac) = wifi {
+            rev.wifi = Some(mac);
+            rev.rate_bps = mac.saturation_bps(1500).round() as u64;
+        }
         if let Some(t) = &l.reverse_trace_ms {
             rev.trace = Some(Trace::new(Arc::from(t.as_slice())));
         }
@@ -264,28 +276,80 @@ impl Builder<'_> {
         Ok(())
     }
 
-    /// Routes of subflow `sub` of flow `fi` over link `li`: (data, ACK).
-    fn routes(&mut self, fi: usize, sub: u16, li: usize) -> (u32, u32) {
-        let mut route = |dir: u32, side: Side| {
+    /// Routes of subflow `sub` of flow `fi` over a link or a bond: (data, ACK).
+    fn routes(&mut self, fi: usize, sub: u16, t: PathTarget) -> (u32, u32) {
+        let (fwd, rev) = match t {
+            PathTarget::Link(li) => (
+                Hop::Dir(self.links[li].fwd),
+                Hop::Dir(self.links[li].rev),
+            ),
+            PathTarget::Bond(b) => (Hop::Bond(2 * b as u32), Hop::Bond(2 * b as u32 + 1)),
+        };
+        let mut route = |hop: Hop, side: Side| {
             let flow = fi as u32;
             let end = Hop::Sink(Endpoint { flow, sub, side });
-            self.net.add_route(vec![Hop::Dir(dir), end])
+            self.net.add_route(vec![hop, end])
         };
-        let (fwd, rev) = (self.links[li].fwd, self.links[li].rev);
         (route(fwd, Side::Receiver), route(rev, Side::Sender))
     }
 
-    fn link_of(&self, f: &railpath_scenario::Flow, p: &str) -> Result<usize, SimError> {
+    fn link_of(&self, f: &railpath_scenario::Flow, p: &str) -> Result<PathTarget, SimError> {
         self.s
-            .link_index(p)
+            .path_target(p)
             .ok_or_else(|| SimError::Internal(format!("flow {:?}: unknown link {:?}", f.id, p)))
+    }
+
+    /// One `[[bond]]` over links already built: its members, their power clocks, and a
+    /// monitoring check at the first tick after each change of a member's carrier.
+    fn bond(&mut self, bi: usize, b: &railpath_scenario::Bond) -> Result<(), SimError> {
+        use crate::net::bond::{next_check, Bond, Member};
+        let mut members = Vec::with_capacity(b.members.len());
+        let tau = Time::from_ms_f64(b.sleep_after_ms());
+        let interval = Time::from_ms_f64(b.miimon_ms());
+        let mut checks = Vec::new();
+        for m in &b.members {
+            let li = self.s.link_index(m).ok_or_else(|| {
+                SimError::Internal(format!("bond {:?}: unknown member {m:?}", b.id))
+            })?;
+            let (fwd, rev) = (self.links[li].fwd, self.links[li].rev);
+            self.net.dirs[fwd as usize].awake = Some(crate::power::AwakeClock::new(tau));
+            members.push(Member {
+                link: li as u32,
+                fwd,
+                rev,
+            });
+            for (t, a) in &self.links[li].steps {
+                if matches!(a, StepAction::OutageStart(_) | StepAction::OutageEnd) {
+                    checks.extend(next_check(*t, interval).filter(|c| *c < self.end));
+                }
+            }
+        }
+        checks.sort();
+        checks.dedup();
+        for t in checks {
+            self.net.sched.at(t, Event::BondCheck { bond: bi as u32 });
+        }
+        let mut bond = Bond::new(
+            &b.id,
+            members,
+            b.weights(),
+            b.split,
+            b.ack_filter,
+            Rng::stream(self.s.run.seed, &format!("bond:{}", b.id)),
+        );
+        // Members already out at the start (an outage from time 0) are seen at enslaving.
+        let dirs = &self.net.dirs;
+        bond.monitor(Time::ZERO, |m| dirs[m.fwd as usize].down == 0);
+        bond.stats.events.clear();
+        self.net.bonds.push(bond);
+        Ok(())
     }
 
     /// A tcp flow over one link.
     fn tcp_flow(&mut self, fi: usize, f: &railpath_scenario::Flow) -> Result<Flow, SimError> {
         let tcp = self.s.tcp_config(fi);
-        let li = self.link_of(f, &f.paths[0])?;
-        let (data_route, ack_route) = self.routes(fi, 0, li);
+        let t = self.link_of(f, &f.paths[0])?;
+        let (data_route, ack_route) = self.routes(fi, 0, t);
         let flow = TcpFlow::new(
             fi as u32,
             f,
@@ -308,8 +372,8 @@ impl Builder<'_> {
         let mut routes = Vec::with_capacity(f.paths.len());
         routes.push((flow.sender.route, flow.ack_route));
         for p in &f.paths[1..] {
-            let li = self.link_of(f, p)?;
-            routes.push(self.routes(fi, 0, li));
+            let t = self.link_of(f, p)?;
+            routes.push(self.routes(fi, 0, t));
         }
         let tcp = self.s.tcp_config(fi);
         let h = crate::handoff::flow_handoffs(f, &tcp, routes, self.nbins);
@@ -336,21 +400,27 @@ impl Builder<'_> {
             .paths
             .first()
             .ok_or_else(|| SimError::Internal(format!("flow {:?}: no link", f.id)))?;
-        let li = self.link_of(f, p)?;
-        let dir = self.links[li].fwd;
+        let t = self.link_of(f, p)?;
+        let (hop, dirs) = match t {
+            PathTarget::Link(li) => (Hop::Dir(self.links[li].fwd), vec![self.links[li].fwd]),
+            PathTarget::Bond(b) => (
+                Hop::Bond(2 * b as u32),
+                self.net.bonds[b].members.iter().map(|m| m.fwd).collect(),
+            ),
+        };
         let sink = Hop::Sink(Endpoint {
             flow: fi as u32,
             sub: 0,
             side: Side::Receiver,
         });
-        let route = self.net.add_route(vec![Hop::Dir(dir), sink]);
+        let route = self.net.add_route(vec![hop, sink]);
         let stop = f.stop_s.map_or(self.end, Time::from_secs_f64).min(self.end);
         Ok(Flow::Udp(Box::new(UdpFlow::new(
             fi as u32,
             f,
             cfg,
             route,
-            dir,
+            dirs,
             stop,
             self.s.run.seed,
             self.nbins,
@@ -362,8 +432,8 @@ impl Builder<'_> {
         let tcp = self.s.tcp_config(fi);
         let mut paths = Vec::with_capacity(f.paths.len());
         for (j, p) in f.paths.iter().enumerate() {
-            let li = self.link_of(f, p)?;
-            let (data_route, ack_route) = self.routes(fi, j as u16, li);
+            let t = self.link_of(f, p)?;
+            let (data_route, ack_route) = self.routes(fi, j as u16, t);
             // Subflows over a repeated link are told apart as "a#1", "a#2", ...
             let repeats = f.paths.iter().filter(|q| *q == p).count();
             let name = if repeats > 1 {
@@ -437,6 +507,9 @@ impl World {
         for (i, l) in s.links.iter().enumerate() {
             b.link(i, l, std::mem::take(&mut attach[i]))?;
         }
+        for (i, bond) in s.bonds.iter().enumerate() {
+            b.bond(i, bond)?;
+        }
         for (fi, f) in s.flows.iter().enumerate() {
             let flow = match f.kind {
                 FlowKind::Tcp if !f.handoffs.is_empty() => b.handoff_flow(fi, f)?,
@@ -489,6 +562,11 @@ impl World {
                     self.flows[flow as usize].control(idx, &mut self.net)
                 }
                 Event::LinkStep { link } => self.link_step(link as usize),
+                Event::BondCheck { bond } => {
+                    let now = self.net.now();
+                    let Net { bonds, dirs, .. } = &mut self.net;
+                    bonds[bond as usize].monitor(now, |m| dirs[m.fwd as usize].down == 0);
+                }
                 Event::Sample => {
                     self.sample();
                     let now = self.net.now();
@@ -553,12 +631,8 @@ impl World {
             let carriers: Vec<&str> = s.flows[fi]
                 .paths
                 .iter()
-                .filter_map(|p| {
-                    s.links
-                        .iter()
-                        .find(|l| l.id == *p)
-                        .and_then(|l| l.carrier.as_deref())
-                })
+                .flat_map(|p| s.path_links(p))
+                .filter_map(|li| s.links[li].carrier.as_deref())
                 .collect();
             let starts: Vec<f64> = self
                 .handovers
@@ -613,6 +687,47 @@ impl World {
                 values: l.queue_samples.clone(),
             });
         }
+        let bonds = self
+            .net
+            .bonds
+            .iter()
+            .zip(&s.bonds)
+            .map(|(b, cfg)| {
+                let name = |k: usize| s.links[b.members[k].link as usize].id.clone();
+                BondSummary {
+                    id: b.id.clone(),
+                    split: cfg.split.as_str().to_string(),
+                    weights: cfg.weights(),
+                    ack_filter: cfg.ack_filter,
+                    filtered_acks: b.stats.filtered_acks,
+                    no_member_drops: b.stats.no_member_drops,
+                    members: (0..b.members.len())
+                        .map(|k| {
+                            let awake = self.net.dirs[b.members[k].fwd as usize]
+                                .awake
+                                .map_or(0.0, |a| a.awake_s(end));
+                            BondMemberSummary {
+                                link: name(k),
+                                data_packets: b.stats.sent[0][k],
+                                reverse_packets: b.stats.sent[1][k],
+                                awake_s: awake,
+                                asleep_s: (end.secs_f64() - awake).max(0.0),
+                            }
+                        })
+                        .collect(),
+                    member_events: b
+                        .stats
+                        .events
+                        .iter()
+                        .map(|e| BondMemberEvent {
+                            t_s: e.t.secs_f64(),
+                            link: name(e.member),
+                            up: e.up,
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
         RunResults {
             summary: Summary {
                 format: crate::results::SUMMARY_FORMAT.to_string(),
@@ -625,6 +740,7 @@ impl World {
                 flows,
                 links,
                 handovers: self.handovers.clone(),
+                bonds,
             },
             bin_s: self.bin.secs_f64(),
             series,

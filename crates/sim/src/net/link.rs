@@ -104,6 +104,13 @@ pub struct LinkDir {
     pub extra_loss: f64,
     pub limit: Limit,
     pub trace: Option<Trace>,
+    /// An 802.11a/g interface: each packet's service time is the MAC's (instead of `rate_bps`,
+    /// which then holds the saturation rate for 1500-byte packets, for reference).
+    pub wifi: Option<super::wifi::WifiMac>,
+    /// The head packet's MAC attempts all failed: it is lost when it leaves the server.
+    head_lost: bool,
+    /// Power accounting of a bond member's data direction (awake and asleep time).
+    pub awake: Option<crate::power::AwakeClock>,
     pub outage_mode: OutageMode,
     /// Nesting count of outages in force.
     pub down: u32,
@@ -153,6 +160,9 @@ impl LinkDir {
             extra_loss: 0.0,
             limit,
             trace: None,
+            wifi: None,
+            head_lost: false,
+            awake: None,
             outage_mode: OutageMode::Hold,
             down: 0,
             down_until: Time::ZERO,
@@ -202,6 +212,9 @@ impl LinkDir {
         self.queued_bytes += p.size as u64;
         self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queued_bytes);
         self.packets.push_back((Time::ZERO, p));
+        if let Some(a) = &mut self.awake {
+            a.packet(now);
+        }
         if !self.busy && self.down == 0 {
             self.start(now)
         } else {
@@ -227,6 +240,11 @@ impl LinkDir {
             return Wake::None;
         };
         self.busy = true;
+        if let Some(mac) = &self.wifi {
+            let (t, delivered) = mac.serve(u32::from(head.size), &mut self.rng);
+            self.head_lost = !delivered;
+            return Wake::Service(now + t);
+        }
         match &mut self.trace {
             None => Wake::Service(now + Time::tx_time(head.size as u64, self.rate_bps)),
             Some(tr) => Wake::Service(tr.next_at_or_after(now)),
@@ -266,6 +284,11 @@ impl LinkDir {
                 }
             }
         }
+        if self.queue_len() == 0 {
+            if let Some(a) = &mut self.awake {
+                a.idle(now);
+            }
+        }
         if self.down > 0 {
             self.busy = false;
             return (Wake::None, arm);
@@ -285,7 +308,8 @@ impl LinkDir {
         self.stats.queue_delay_sum += sojourn;
         self.stats.queue_delay_max = self.stats.queue_delay_max.max(sojourn);
         let p_loss = self.loss + self.extra_loss - self.loss * self.extra_loss;
-        if p_loss > 0.0 && self.rng.bernoulli(p_loss) {
+        let mac_lost = std::mem::take(&mut self.head_lost);
+        if mac_lost || (p_loss > 0.0 && self.rng.bernoulli(p_loss)) {
             self.packets.remove(i);
             self.stats.drops_random += 1;
             return None;
@@ -405,6 +429,11 @@ impl LinkDir {
             }
             if let Some(tr) = &mut self.trace {
                 tr.head_done = 0;
+            }
+            if self.queue_len() == 0 {
+                if let Some(a) = &mut self.awake {
+                    a.idle(now);
+                }
             }
         }
     }

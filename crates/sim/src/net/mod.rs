@@ -1,8 +1,10 @@
 //! Packets, links and routes: the network part of the world, separate from the flows so that an
 //! endpoint can send while the world holds it mutably.
 
+pub mod bond;
 pub mod link;
 pub mod packet;
+pub mod wifi;
 
 use crate::engine::{Event, Scheduler};
 use link::{LinkDir, Wake};
@@ -29,6 +31,9 @@ pub struct Endpoint {
 pub enum Hop {
     /// A link direction (index into `Net::dirs`).
     Dir(u32),
+    /// A bond's direction: bond `b`, direction `d` (0 = data, 1 = reverse) as `2 b + d`. The
+    /// packet stays at this hop while it crosses the member the bond chose.
+    Bond(u32),
     /// The endpoint the route ends at.
     Sink(Endpoint),
 }
@@ -39,6 +44,7 @@ pub struct Net {
     pub sched: Scheduler,
     pub dirs: Vec<LinkDir>,
     pub routes: Vec<Vec<Hop>>,
+    pub bonds: Vec<bond::Bond>,
 }
 
 impl Net {
@@ -47,6 +53,7 @@ impl Net {
             sched: Scheduler::new(),
             dirs: Vec::new(),
             routes: Vec::new(),
+            bonds: Vec::new(),
         }
     }
 
@@ -66,8 +73,63 @@ impl Net {
     #[inline]
     pub fn send(&mut self, mut p: Packet) {
         p.hop = 0;
-        if let Hop::Dir(d) = self.hop_of(&p) {
-            self.enqueue(d, p);
+        match self.hop_of(&p) {
+            Hop::Dir(d) => self.enqueue(d, p),
+            Hop::Bond(b) => self.bond_enter(b, p),
+            Hop::Sink(_) => {}
+        }
+    }
+
+    /// The connection (flow, subflow) a packet belongs to: its route's endpoint.
+    fn conn_of(&self, p: &Packet) -> (u32, u16) {
+        match self.routes[p.route as usize].last() {
+            Some(Hop::Sink(e)) => (e.flow, e.sub),
+            _ => (u32::MAX, 0),
+        }
+    }
+
+    /// A packet enters bond direction `bd` (`Hop::Bond`): the bond picks a member and the
+    /// packet joins that member's queue (the data-entry end's filter notes data it accepted).
+    fn bond_enter(&mut self, bd: u32, p: Packet) {
+        let (b, d) = ((bd / 2) as usize, (bd % 2) as usize);
+        let Some(k) = self.bonds[b].pick(d) else {
+            self.bonds[b].stats.no_member_drops += 1;
+            return;
+        };
+        let m = self.bonds[b].members[k];
+        let dir = if d == 0 { m.fwd } else { m.rev };
+        let refused = |l: &LinkDir| l.stats.drops_overflow + l.stats.drops_outage;
+        let before = refused(&self.dirs[dir as usize]);
+        let (kind, seq) = (p.kind, p.seq);
+        let key = if self.bonds[b].filter.is_some() && kind == packet::Kind::Data {
+            Some(self.conn_of(&p))
+        } else {
+            None
+        };
+        self.enqueue(dir, p);
+        self.bonds[b].stats.sent[d][k] += 1;
+        if let Some(key) = key {
+            if refused(&self.dirs[dir as usize]) == before {
+                if let Some(f) = &mut self.bonds[b].filter {
+                    f.data(key, seq);
+                }
+            }
+        }
+    }
+
+    /// A packet leaves bond direction `bd` at its far end: false when the filter there drops it.
+    fn bond_exit(&mut self, bd: u32, p: &Packet) -> bool {
+        let b = (bd / 2) as usize;
+        if self.bonds[b].filter.is_none() || p.kind != packet::Kind::Ack {
+            return true;
+        }
+        let key = self.conn_of(p);
+        let f = self.bonds[b].filter.as_mut().expect("checked");
+        if f.drop_ack(key, p) {
+            self.bonds[b].stats.filtered_acks += 1;
+            false
+        } else {
+            true
         }
     }
 
@@ -123,9 +185,15 @@ impl Net {
             let Some(mut p) = self.dirs[d as usize].take_arrival() else {
                 return;
             };
+            if let Hop::Bond(bd) = self.hop_of(&p) {
+                if !self.bond_exit(bd, &p) {
+                    continue;
+                }
+            }
             p.hop += 1;
             match self.hop_of(&p) {
                 Hop::Dir(next) => self.enqueue(next, p),
+                Hop::Bond(bd) => self.bond_enter(bd, p),
                 Hop::Sink(e) => sink(self, e, &p),
             }
         }

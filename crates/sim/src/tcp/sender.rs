@@ -12,7 +12,13 @@
 //!   recovery or DupThresh segments are SACKed (then 0). Tail loss probes (RFC 8985 section 7,
 //!   Linux `tcp_schedule_loss_probe()`/`tcp_send_loss_probe()`): PTO = 2 SRTT (+ min RTO when one
 //!   packet is outstanding), capped by the RTO.
-//! - Alternatively RFC 6675 DupThresh loss marking (`loss_detection = "dupthresh"`).
+//! - Alternatively RFC 6675 DupThresh loss marking (`loss_detection = "dupthresh"`), or
+//!   (`"dupthresh-adaptive"`) with the threshold adapted to the reordering SACKs reveal as Linux did before RACK (3.x
+//!   `tcp_sacktag_one()` -> `tcp_update_reordering()`, net/ipv4/tcp_input.c): a never
+//!   retransmitted segment acknowledged below the highest SACKed one raises `reordering` to
+//!   that distance (at most `MAX_REORDERING`), and a segment is lost only with more than
+//!   `reordering` SACKed segments above it. F-RTO and the undo of spurious recoveries are not
+//!   modelled.
 //! - Without SACK: NewReno, RFC 6582 (duplicate ACKs emulate SACKed segments as Linux's
 //!   `tcp_add_reno_sack()` does; the head is retransmitted on the third and on partial ACKs).
 //!   More duplicate ACKs than segments out beyond the holes mean reordering (or duplicates of
@@ -91,6 +97,8 @@ pub struct SenderConfig {
     pub max_rto: Time,
     pub sack: bool,
     pub rack: bool,
+    /// DupThresh mode: raise the threshold to the reordering seen (`dupthresh-adaptive`).
+    pub adaptive: bool,
     pub tlp: bool,
     /// RTO = SRTT + max(4 RTTVAR, min_rto) as Linux `__tcp_set_rto()` instead of RFC 6298's
     /// max(SRTT + 4 RTTVAR, min_rto).
@@ -111,6 +119,7 @@ impl SenderConfig {
             max_rto: Time::from_ms_f64(c.max_rto_ms),
             sack: c.sack,
             rack: c.loss_detection == LossDetection::Rack,
+            adaptive: c.loss_detection == LossDetection::DupthreshAdaptive,
             tlp: c.tlp && c.sack,
             linux_rto: c.rto_formula == RtoFormula::Linux,
             send_buffer_segs: c
@@ -962,6 +971,11 @@ impl TcpSender {
     fn note_reordering(&mut self, seq: u64, seg_flags: u8) {
         if seg_flags & (EVER_RETRANS | LOST) == 0 && seq + 1 < self.highest_sacked {
             self.rack_reord = true;
+            if self.cfg.sack && self.cfg.adaptive {
+                // tcp_update_reordering(): the distance to the forward-most SACKed segment.
+                let metric = (self.highest_sacked - seq).min(u64::from(MAX_REORDERING)) as u32;
+                self.reordering = self.reordering.max(metric);
+            }
         }
     }
 
@@ -1066,14 +1080,15 @@ impl TcpSender {
         newly
     }
 
-    /// RFC 6675 IsLost: un-SACKed segments below the DupThresh-th highest SACKed segment.
+    /// RFC 6675 IsLost: un-SACKed segments below the DupThresh-th highest SACKed segment, the
+    /// threshold being `reordering` (3 until reordering is seen).
     fn dupthresh_detect_loss(&mut self) -> u32 {
         let mut count = 0;
         let mut limit = None;
         for seq in (self.snd_una..self.highest_sacked.min(self.snd_nxt)).rev() {
             if self.segs[(seq - self.snd_una) as usize].flags & SACKED != 0 {
                 count += 1;
-                if count == DUPTHRESH {
+                if count == self.reordering {
                     limit = Some(seq);
                     break;
                 }
@@ -1199,6 +1214,7 @@ mod tests {
             max_rto: Time::from_secs(120),
             sack,
             rack,
+            adaptive: false,
             tlp: sack,
             linux_rto: false,
             send_buffer_segs: None,
@@ -1231,6 +1247,43 @@ mod tests {
         }
         p.nsack = sacks.len() as u8;
         p
+    }
+
+    #[test]
+    fn dupthresh_adapts_to_the_reordering_sacks_reveal() {
+        let adaptive = SenderConfig {
+            adaptive: true,
+            ..cfg(true, false)
+        };
+        let mut s = TcpSender::new(adaptive, Box::new(NewReno), 0, 1 << 30);
+        let t0 = Time::ZERO;
+        send_n(&mut s, 10, t0);
+        let ms = Time::from_ms;
+        // Segments 5 and 6 SACKed: 2 above the hole 0..5, not yet 3.
+        s.on_ack(&ack(0, &[(5, 7)], t0), ms(50), &Coupling::NONE);
+        assert_eq!(s.lost_out, 0);
+        // Segment 1 arrives late (never retransmitted), 6 below the highest SACKed (7):
+        // reordering 6. Segment 0 now has 3 SACKed above it, which no longer makes it lost.
+        s.on_ack(&ack(0, &[(1, 2), (5, 7)], t0), ms(51), &Coupling::NONE);
+        assert_eq!(s.reordering, 6);
+        assert_eq!(s.lost_out, 0);
+        // 1, 5, 6, 7, 8 SACKed: 5 above segment 0, fewer than 6.
+        s.on_ack(&ack(0, &[(1, 2), (5, 9)], t0), ms(52), &Coupling::NONE);
+        assert_eq!(s.lost_out, 0);
+        // 1 and 5..10: 6 above segment 0 -> lost; 2, 3 and 4 have 5 above them -> not.
+        s.on_ack(&ack(0, &[(1, 2), (5, 10)], t0), ms(53), &Coupling::NONE);
+        assert_eq!(s.lost_out, 1);
+        assert_eq!(s.segs[0].flags & LOST, LOST);
+        // RFC 6675 as written keeps DupThresh 3: segment 0 is lost at once; RACK keeps its own
+        // reordering window and leaves the threshold alone.
+        for (rack, lost) in [(false, 1), (true, 0)] {
+            let mut r = sender(true, rack);
+            send_n(&mut r, 10, t0);
+            r.on_ack(&ack(0, &[(5, 7)], t0), ms(50), &Coupling::NONE);
+            r.on_ack(&ack(0, &[(1, 2), (5, 7)], t0), ms(51), &Coupling::NONE);
+            assert_eq!(r.reordering, DUPTHRESH);
+            assert_eq!(r.lost_out, lost, "rack = {rack}");
+        }
     }
 
     #[test]
