@@ -10,6 +10,7 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 pub mod bloat;
+pub mod bond;
 pub mod pha;
 pub mod stats;
 pub mod svg;
@@ -127,6 +128,12 @@ pub const PAPERS: &[Paper] = &[
         title: "BLOAT: sender-side transmission-status monitoring against bufferbloat in MPTCP",
         source: "003_e970a19d997de553.txt",
         run: bloat::run,
+    },
+    Paper {
+        name: "bond",
+        title: "BOND: link bonding against MPTCP over two Wi-Fi interfaces, and their power",
+        source: "004_3aa6be496264816a.txt",
+        run: bond::run,
     },
 ];
 

@@ -741,6 +741,16 @@ pub enum LossDetection {
     DupthreshAdaptive,
 }
 
+impl LossDetection {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            LossDetection::Rack => "rack",
+            LossDetection::Dupthresh => "dupthresh",
+            LossDetection::DupthreshAdaptive => "dupthresh-adaptive",
+        }
+    }
+}
+
 /// How the retransmission timeout is computed from the RTT estimates.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]

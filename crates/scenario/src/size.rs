@@ -134,6 +134,8 @@ impl Scenario {
                 .map(|r| r * 1e6)
                 .or_else(|| trace_bps(&l.trace_ms))
                 .or(carrier_bps)
+                // An 802.11 link carries less than its PHY rate: an upper bound.
+                .or(l.wifi.map(|w| w.phy_mbps * 1e6))
                 .unwrap_or(0.0)
                 .max(schedule_max);
             let rev_bps = l

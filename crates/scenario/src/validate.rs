@@ -824,7 +824,14 @@ impl Scenario {
             }
         }
         if let Some(m) = b.miimon_ms {
-            c.range(&k("miimon_ms"), m, 0.0, false, 60_000.0, "ms (0: no monitoring)")?;
+            c.range(
+                &k("miimon_ms"),
+                m,
+                0.0,
+                false,
+                60_000.0,
+                "ms (0: no monitoring)",
+            )?;
         }
         if let Some(t) = b.sleep_after_ms {
             c.range(&k("sleep_after_ms"), t, 0.0, false, 3_600_000.0, "ms")?;
@@ -1757,7 +1764,10 @@ paths = ["a"]
         };
         let (k, m) = two("[\"a\", \"b\"]");
         assert_eq!(k, "flow[1].paths");
-        assert!(m.contains("a udp flow takes exactly one link or bond"), "{m}");
+        assert!(
+            m.contains("a udp flow takes exactly one link or bond"),
+            "{m}"
+        );
         assert!(m.contains("found 2"), "{m}");
         assert_eq!(two("[]").0, "flow[1].paths");
         assert_eq!(two("[\"z\"]").0, "flow[1].paths[0]");

@@ -377,8 +377,16 @@ mod tests {
         // Exponential: the share of gaps above the mean is e^-1 = 0.368, above 3 means e^-3.
         let gaps: Vec<f64> = t.windows(2).map(|w| (w[1] - w[0]).ms_f64()).collect();
         let above = |x: f64| gaps.iter().filter(|&&g| g > x).count() as f64 / gaps.len() as f64;
-        assert!((above(10.0) - (-1.0f64).exp()).abs() < 0.015, "{}", above(10.0));
-        assert!((above(30.0) - (-3.0f64).exp()).abs() < 0.006, "{}", above(30.0));
+        assert!(
+            (above(10.0) - (-1.0f64).exp()).abs() < 0.015,
+            "{}",
+            above(10.0)
+        );
+        assert!(
+            (above(30.0) - (-3.0f64).exp()).abs() < 0.006,
+            "{}",
+            above(30.0)
+        );
         // The first packet comes a random gap after the start, not at it.
         assert!(t[0] > Time::ZERO);
     }

@@ -279,10 +279,7 @@ impl Builder<'_> {
     /// Routes of subflow `sub` of flow `fi` over a link or a bond: (data, ACK).
     fn routes(&mut self, fi: usize, sub: u16, t: PathTarget) -> (u32, u32) {
         let (fwd, rev) = match t {
-            PathTarget::Link(li) => (
-                Hop::Dir(self.links[li].fwd),
-                Hop::Dir(self.links[li].rev),
-            ),
+            PathTarget::Link(li) => (Hop::Dir(self.links[li].fwd), Hop::Dir(self.links[li].rev)),
             PathTarget::Bond(b) => (Hop::Bond(2 * b as u32), Hop::Bond(2 * b as u32 + 1)),
         };
         let mut route = |hop: Hop, side: Side| {

@@ -247,7 +247,10 @@ mod tests {
         assert_eq!(order(&mut b, 0, 9), [0, 0, 1, 0, 0, 1, 0, 0, 1]);
         // 4:3.
         let mut b = bond(vec![4, 3], BondSplit::Weights);
-        assert_eq!(order(&mut b, 0, 14), [0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1]);
+        assert_eq!(
+            order(&mut b, 0, 14),
+            [0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1]
+        );
         // 1:2, and the reverse direction keeps its own turn.
         let mut b = bond(vec![1, 2], BondSplit::Weights);
         assert_eq!(order(&mut b, 0, 4), [0, 1, 1, 0]);
