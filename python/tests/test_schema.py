@@ -31,6 +31,7 @@ def test_every_example_summary_and_a_learned_table_are_valid(root, cli, tmp_path
         + sorted((root / "scenarios" / "pha").glob("*.toml"))
         + sorted((root / "scenarios" / "tcp-fs").glob("*.toml"))
         + sorted((root / "scenarios" / "bloat").glob("*.toml"))
+        + sorted((root / "scenarios" / "bond").glob("*.toml"))
     )
     assert len(examples) >= 7
     for sc in examples:
@@ -57,7 +58,7 @@ def test_every_example_summary_and_a_learned_table_are_valid(root, cli, tmp_path
     table.validate(json.loads(learned.read_text()))
 
 
-@pytest.mark.parametrize("paper", ["pha", "tcp-fs", "bloat"])
+@pytest.mark.parametrize("paper", ["pha", "tcp-fs", "bloat", "bond"])
 def test_a_reproduction_summary_is_valid(root, cli, tmp_path, paper):
     _run(cli, "repro", paper, "--seeds", "2", "--out", str(tmp_path))
     doc = json.loads((tmp_path / paper / "summary.json").read_text())

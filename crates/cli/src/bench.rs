@@ -76,6 +76,13 @@ fn bloat_monitor() -> String {
     )
 }
 
+/// The BOND paper's setting (scenarios/bond/paper.toml): TCP CUBIC over two bonded 802.11
+/// members (per-packet MAC backoff), round robin, with the AP's duplicate-ACK filter.
+fn bond_filter() -> String {
+    include_str!("../../../scenarios/bond/paper.toml")
+        .replace("miimon_ms = 100\n", "miimon_ms = 100\nack_filter = true\n")
+}
+
 /// The benchmark cases: (name, scenario TOML).
 pub fn cases() -> Vec<(&'static str, String)> {
     vec![
@@ -94,6 +101,7 @@ pub fn cases() -> Vec<(&'static str, String)> {
             "mptcp-lia-roundrobin-bloat-monitor-udp-cross-traffic-60s",
             bloat_monitor(),
         ),
+        ("tcp-cubic-bond-wifi-a54-g36-ack-filter-60s", bond_filter()),
         // More cases: add a (name, TOML) pair here.
     ]
 }
@@ -190,6 +198,20 @@ mod tests {
                 "{name} runs {}",
                 s.flows[0].cc
             );
+            // The BOND case: what its name says, 802.11a at 54 and 802.11g at 36 Mbit/s bonded
+            // with the ACK filter (the paper's 51 ms and txqueuelen 1000).
+            if name.contains("bond") {
+                let phy: Vec<(&str, f64)> = s
+                    .links
+                    .iter()
+                    .filter_map(|l| l.wifi.map(|w| (w.standard.as_str(), w.phy_mbps)))
+                    .collect();
+                assert_eq!(phy, [("a", 54.0), ("g", 36.0)], "{name}");
+                assert_eq!(s.bonds.len(), 1, "{name}");
+                assert_eq!(s.bonds[0].ack_filter, name.contains("ack-filter"), "{name}");
+                assert_eq!(s.flows[0].paths, [s.bonds[0].id.clone()], "{name}");
+                continue;
+            }
             // A case that says its links' rate, delay and buffer has them: 10 Mbit/s, 10 ms, 100
             // packets (the BLOAT case: the paper's, one path's buffer 10000 packets).
             for l in &s.links {

@@ -124,6 +124,14 @@ const CASES: &[(&str, &[&str])] = &[
         &["flow[0].cc: line 15: a udp flow has no congestion control: remove cc"],
     ),
     (
+        "bond_unknown_member.toml",
+        &["bond[0].members[1]: line 12: unknown link \"c\"; expected one of the [[link]] ids: \"a\""],
+    ),
+    (
+        "wifi_bad_phy_rate.toml",
+        &["link[0].wifi.phy_mbps: line 8: expected one of the 802.11a/g OFDM rates"],
+    ),
+    (
         "udp_max_below_mean.toml",
         &["flow[0].udp.max_mbps: line 18: expected a number >= mean_mbps = 16 Mbit/s"],
     ),

@@ -516,3 +516,84 @@ fn bloat_reproduction_is_deterministic_and_renders() {
     assert!(page.matches("class=\"series\"").count() >= 8);
     assert!(page.matches("class=\"band\"").count() >= 6);
 }
+
+#[test]
+fn bond_reproduction_summary_claims_and_report() {
+    let out = out_dir("repro-bond");
+    let t = Instant::now();
+    let o = repro_paper("bond", &out, "10");
+    let took = t.elapsed();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The budget; the run takes about 15 s on 2 cores (docs/performance.md).
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+    let v = summary_of("bond", &out);
+    assert_eq!(v["paper"], "bond");
+    assert_eq!(v["seeds"], 10);
+    let num = |id: &str| number(&v, id);
+    assert_numbers_within_intervals(&v);
+    let holds = |id: &str| claim_holds(&v, id);
+    // The paper's numbers stand beside railpath's.
+    assert_eq!(num("filter-gain-dupthresh-adaptive-pct").3, Some(15.0));
+    assert_eq!(num("gamma-MPTCP-100ms").3, Some(1.84));
+    // The claims follow from the numbers.
+    let (a, g) = (num("tcp-a-50ms-mbps").0, num("tcp-g-50ms-mbps").0);
+    let (bond, mptcp) = (num("tcp-bond-50ms-mbps").0, num("tcp-mptcp-50ms-mbps").0);
+    assert_eq!(holds("mptcp-beats-bonding"), bond < mptcp);
+    assert_eq!(holds("mptcp-near-sum"), mptcp >= 0.9 * (a + g));
+    let udp = num("udp-bond-mbps").0;
+    assert_eq!(
+        holds("udp-bonding-near-sum"),
+        udp >= 0.95 * (num("udp-a-mbps").0 + num("udp-g-mbps").0)
+    );
+    assert_eq!(
+        holds("filter-gain"),
+        num("filter-gain-dupthresh-adaptive-pct").1 > 5.0
+    );
+    for place in ["A", "B", "C", "D"] {
+        let best = ["1-1", "2-1", "1-2", "4-3"]
+            .into_iter()
+            .max_by(|x, y| {
+                num(&format!("weights-{place}-{x}-mbps"))
+                    .0
+                    .total_cmp(&num(&format!("weights-{place}-{y}-mbps")).0)
+            })
+            .unwrap();
+        let paper = if place < "C" { "4-3" } else { "2-1" };
+        assert_eq!(holds(&format!("weights-best-{place}")), best == paper);
+    }
+    let html = std::fs::read_to_string(out.join("bond/report.html")).unwrap();
+    assert_eq!(html.matches("<svg class=\"plot\"").count(), 4);
+    for section in [
+        "Throughput per scheme",
+        "Duplicate-ACK filtering",
+        "Weights m:n by place",
+        "Interface failure",
+        "Power: analytic against simulated",
+        "differ",
+    ] {
+        assert!(html.contains(section), "no {section}");
+    }
+    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(index.contains("href=\"bond/report.html\""));
+}
+
+#[test]
+fn bond_reproduction_is_deterministic_and_renders() {
+    let (a, b) = (out_dir("repro-bond-a"), out_dir("repro-bond-b"));
+    assert!(repro_paper("bond", &a, "2").status.success());
+    assert!(repro_paper("bond", &b, "2").status.success());
+    assert_eq!(summary_of("bond", &a), summary_of("bond", &b));
+    let report = |d: &Path| std::fs::read(d.join("bond/report.html")).unwrap();
+    assert_eq!(report(&a), report(&b));
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let page = rendered(
+        &chromium,
+        &a.join("bond/report.html"),
+        &a.join("chromium-profile"),
+    );
+    assert_eq!(page.matches("<svg class=\"plot\"").count(), 4, "{page}");
+    // Two traces in the failure plot, seven in each power plot.
+    assert!(page.matches("class=\"series\"").count() >= 16);
+}

@@ -1067,7 +1067,7 @@ its AP by an 802.11a and an 802.11g interface pair, bonded (round robin unless w
 subflow per interface). Choices the paper does not state, argued in <code>scenarios/bond/paper.toml</code> and
 <code>docs/models/bond.md</code>: each interface is railpath's 802.11 MAC model (DCF timing of IEEE 802.11-2012) at a
 fixed PHY rate, 802.11a at 54 and 802.11g at 36 Mbit/s (saturation {mu1:.0} and {mu2:.0} packets/s of 1500 bytes,
-30.5 and 22.6 Mbit/s, a 4:3 ratio as the paper's "weights like the throughput ratio" suggests); 1000-packet interface
+30.5 and 23.6 Mbit/s, about 4:3 as the paper's "weights like the throughput ratio" suggests); 1000-packet interface
 queues; Linux 3.5's TCP (CUBIC, SACK, DupThresh adapted to the reordering seen). Places A-D (802.11a / 802.11g PHY
 rates, Mbit/s): {places}: 802.11g steps down its rate table. The failure: 802.11g's link goes down (its queue lost)
 from 100 to 200 s; the bond's link monitor checks every 100 ms. Power: tau 200 ms, Table 1's profiles, queues of

@@ -376,10 +376,15 @@ impl Scenario {
                             .map(|l| format!("{:?}", l.id))
                             .chain(self.bonds.iter().map(|b| format!("{:?}", b.id)))
                             .collect();
+                        let tables = if self.bonds.is_empty() {
+                            "[[link]]"
+                        } else {
+                            "[[link]] or [[bond]]"
+                        };
                         return Err(c.err(
                             k(&format!("paths[{j}]")),
                             format!(
-                                "unknown link {p:?}; expected one of the [[link]] or [[bond]] ids: {}",
+                                "unknown link {p:?}; expected one of the {tables} ids: {}",
                                 ids.join(", ")
                             ),
                         ));
@@ -1079,6 +1084,12 @@ impl Scenario {
                 .iter()
                 .find(|l| &l.id == p)
                 .and_then(|l| l.carrier.as_ref());
+            if pha && matches!(self.path_target(p), Some(PathTarget::Bond(_))) {
+                return Err(c.err(
+                    k(&format!("paths[{j}]")),
+                    format!("pha and pha-d predict handovers of one carrier per subflow: {p:?} is a bond"),
+                ));
+            }
             if pha && carrier.is_none() {
                 return Err(c.err(
                     k(&format!("paths[{j}]")),
@@ -1225,6 +1236,96 @@ paths = ["a"]
                 assert!(m.contains(msg), "message {m:?} lacks {msg:?}");
             }
         }
+    }
+
+    #[test]
+    fn bonds_and_wifi_links() {
+        let flow = "[[flow]]\nid = \"dl\"";
+        let bond = |keys: &str| format!("[[bond]]\nid = \"bd\"\n{keys}\n\n{flow}");
+        // A flow may name a bond as a path.
+        check(flow, &bond("members = [\"a\", \"b\"]")).unwrap();
+        check(
+            "paths = [\"a\"]",
+            "paths = [\"bd\"]\n[[bond]]\nid = \"bd\"\nmembers = [\"a\", \"b\"]\nweights = [4, 3]\nsplit = \"random\"\nmiimon_ms = 0\nack_filter = true",
+        )
+        .unwrap();
+        fails(
+            flow,
+            &bond("members = []"),
+            "bond[0].members",
+            "at least one link id",
+        );
+        fails(
+            flow,
+            &bond("members = [\"a\", \"x\"]"),
+            "bond[0].members[1]",
+            "unknown link \"x\"; expected one of the [[link]] ids: \"a\", \"b\"",
+        );
+        fails(
+            flow,
+            &bond("members = [\"a\", \"a\"]"),
+            "bond[0].members[1]",
+            "listed twice",
+        );
+        fails(
+            flow,
+            &bond("members = [\"a\", \"b\"]\nweights = [1]"),
+            "bond[0].weights",
+            "one weight per member (2), found 1",
+        );
+        fails(
+            flow,
+            &bond("members = [\"a\", \"b\"]\nweights = [0, 1]"),
+            "bond[0].weights[0]",
+            "an integer from 1 to 1000",
+        );
+        fails(
+            flow,
+            &bond("members = [\"a\", \"b\"]\nmiimon_ms = -1"),
+            "bond[0].miimon_ms",
+            ">= 0",
+        );
+        fails(
+            flow,
+            "[[bond]]\nid = \"a\"\nmembers = [\"b\"]\n\n[[flow]]\nid = \"dl\"",
+            "bond[0].id",
+            "also the id of link[0]",
+        );
+        fails(
+            "paths = [\"a\"]",
+            "paths = [\"zz\"]\n[[bond]]\nid = \"bd\"\nmembers = [\"a\"]",
+            "flow[0].paths[0]",
+            "expected one of the [[link]] or [[bond]] ids: \"a\", \"b\", \"bd\"",
+        );
+        // An 802.11 link takes its rate from its PHY rate.
+        check(
+            "rate_mbps = 20",
+            "wifi = { standard = \"g\", phy_mbps = 36, frame_error = 0.1 }",
+        )
+        .unwrap();
+        fails(
+            "rate_mbps = 20",
+            "rate_mbps = 20\nwifi = { standard = \"g\", phy_mbps = 36 }",
+            "link[1].rate_mbps",
+            "takes its rate from its PHY rate",
+        );
+        fails(
+            "rate_mbps = 20",
+            "wifi = { standard = \"a\", phy_mbps = 11 }",
+            "link[1].wifi.phy_mbps",
+            "6, 9, 12, 18, 24, 36, 48, 54",
+        );
+        fails(
+            "rate_mbps = 20",
+            "wifi = { standard = \"a\", phy_mbps = 54, frame_error = 1.0 }",
+            "link[1].wifi.frame_error",
+            "<= 0.9",
+        );
+        assert!(check(
+            "rate_mbps = 20",
+            "wifi = { standard = \"n\", phy_mbps = 54 }"
+        )
+        .is_err());
     }
 
     #[test]
@@ -1384,7 +1485,7 @@ paths = ["a"]
             "rate_mbps = 10\n",
             "",
             "link[0].rate_mbps",
-            "required unless trace is given",
+            "required unless trace, carrier or wifi is given",
         );
         check("rate_mbps = 10", "trace = \"x.trace\"").unwrap();
         fails(
@@ -1727,7 +1828,7 @@ paths = ["a"]
         udp_fails(
             "udp = { process = \"pareto\", max_mbps = 23.0, mean_mbps = 16.0 }",
             "flow[1].udp.process",
-            "unknown variant `pareto`, expected `onoff` or `cbr`",
+            "unknown variant `pareto`, expected one of `onoff`, `cbr`, `poisson`",
         );
         udp_fails("udp = 5", "flow[1].udp", "expected a table");
     }
