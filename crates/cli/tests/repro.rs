@@ -524,7 +524,7 @@ fn bond_reproduction_summary_claims_and_report() {
     let o = repro_paper("bond", &out, "10");
     let took = t.elapsed();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    // The budget; the run takes about 15 s on 2 cores (docs/performance.md).
+    // The budget; the run takes about 8 s on 2 cores (docs/performance.md).
     assert!(took < Duration::from_secs(60), "took {took:?}");
     let v = summary_of("bond", &out);
     assert_eq!(v["paper"], "bond");

@@ -1083,6 +1083,11 @@ impl TcpSender {
     /// RFC 6675 IsLost: un-SACKed segments below the DupThresh-th highest SACKed segment, the
     /// threshold being `reordering` (3 until reordering is seen).
     fn dupthresh_detect_loss(&mut self) -> u32 {
+        // Fewer SACKed segments in all than the threshold: none can have enough above it (and
+        // the scan below would walk the whole window for nothing).
+        if self.sacked_out < self.reordering {
+            return 0;
+        }
         let mut count = 0;
         let mut limit = None;
         for seq in (self.snd_una..self.highest_sacked.min(self.snd_nxt)).rev() {
