@@ -24,6 +24,10 @@ use std::path::Path;
 
 const PAPER: &str = include_str!("../../../scenarios/bond/paper.toml");
 const FILE: &str = "scenarios/bond/paper.toml";
+const FAILURE: &str = include_str!("../../../scenarios/bond/failure.toml");
+const FAILURE_FILE: &str = "scenarios/bond/failure.toml";
+const POWER: &str = include_str!("../../../scenarios/bond/power.toml");
+const POWER_FILE: &str = "scenarios/bond/power.toml";
 
 /// TCP schemes: (id, name).
 const SCHEMES: [(&str, &str); 5] = [
@@ -98,8 +102,8 @@ struct Out {
     awake: [f64; 2],
 }
 
-fn base() -> Result<Scenario, String> {
-    railpath_scenario::load_text(PAPER, FILE, Path::new("."), &[]).map_err(|e| e.to_string())
+fn load(text: &str, file: &str) -> Result<Scenario, String> {
+    railpath_scenario::load_text(text, file, Path::new("."), &[]).map_err(|e| e.to_string())
 }
 
 fn set_paths(s: &mut Scenario, kind: FlowKind, paths: &[&str]) {
@@ -119,7 +123,11 @@ fn set_delay(s: &mut Scenario, delay_ms: f64) {
 }
 
 fn scenario(job: &Job) -> Result<Scenario, String> {
-    let mut s = base()?;
+    let mut s = match job {
+        Job::Failure { .. } => load(FAILURE, FAILURE_FILE)?,
+        Job::Power { .. } => load(POWER, POWER_FILE)?,
+        _ => load(PAPER, FILE)?,
+    };
     match *job {
         Job::Thr {
             scheme,
@@ -167,14 +175,6 @@ fn scenario(job: &Job) -> Result<Scenario, String> {
         }
         Job::Failure { mptcp, seed } => {
             s.run.seed = seed;
-            s.run.duration_s = 300.0;
-            s.run.bin_ms = 1000.0;
-            s.links[1].outages = vec![railpath_scenario::Outage {
-                start_s: 100.0,
-                duration_ms: 100_000.0,
-            }];
-            // Unplugged: what the interface held is gone.
-            s.links[1].outage_mode = railpath_scenario::OutageMode::Drop;
             if mptcp {
                 set_paths(&mut s, FlowKind::Mptcp, &["wlan-a", "wlan-g"]);
             }
@@ -189,23 +189,18 @@ fn scenario(job: &Job) -> Result<Scenario, String> {
             s.run.duration_s = (2000.0 / lambda).clamp(60.0, 2000.0);
             s.run.bin_ms = s.run.duration_s * 1000.0;
             for (k, l) in s.links.iter_mut().enumerate() {
-                l.wifi = None;
                 l.rate_mbps = Some(mu[k] / gamma * f64::from(PACKET) * 8.0 / 1e6);
-                l.delay_ms = 1.0;
             }
-            if !rr {
-                s.bonds[0].split = railpath_scenario::BondSplit::Random;
+            if rr {
+                s.bonds[0].split = railpath_scenario::BondSplit::Weights;
             }
             s.bonds[0].sleep_after_ms = Some(TAU_S * 1e3);
-            let f = &mut s.flows[0];
-            f.kind = FlowKind::Udp;
-            f.cc.clear();
-            f.udp = Some(railpath_scenario::UdpOptions {
-                process: railpath_scenario::UdpProcess::Poisson,
-                mean_mbps: Some(lambda * f64::from(PACKET) * 8.0 / 1e6),
-                packet_bytes: Some(PACKET),
-                ..Default::default()
-            });
+            let u = s.flows[0]
+                .udp
+                .as_mut()
+                .ok_or("the power scenario's flow is a udp source")?;
+            u.mean_mbps = Some(lambda * f64::from(PACKET) * 8.0 / 1e6);
+            u.packet_bytes = Some(PACKET);
         }
     }
     s.validate().map_err(|e| e.to_string())?;
@@ -1064,7 +1059,8 @@ fn report(
 <h2>Setup</h2>
 <p>As in the paper: a bulk TCP download from a server behind 50 ms (or 100 ms) of wired delay to a client joined to
 its AP by an 802.11a and an 802.11g interface pair, bonded (round robin unless weighted) or used by MPTCP (LIA, one
-subflow per interface). Choices the paper does not state, argued in <code>scenarios/bond/paper.toml</code> and
+subflow per interface). Choices the paper does not state, argued in <code>scenarios/bond/</code> (<code>paper.toml</code>,
+<code>failure.toml</code>, <code>power.toml</code>) and
 <code>docs/models/bond.md</code>: each interface is railpath's 802.11 MAC model (DCF timing of IEEE 802.11-2012) at a
 fixed PHY rate, 802.11a at 54 and 802.11g at 36 Mbit/s (saturation {mu1:.0} and {mu2:.0} packets/s of 1500 bytes,
 30.5 and 23.6 Mbit/s, about 4:3 as the paper's "weights like the throughput ratio" suggests); 1000-packet interface
