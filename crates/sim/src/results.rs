@@ -75,7 +75,7 @@ impl Summary {
 /// A udp flow's source and what became of its packets (`summary.json`: the flow's `udp`).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct UdpStats {
-    /// `"onoff"` or `"cbr"` (the scenario's `udp.process`).
+    /// `"onoff"`, `"cbr"` or `"poisson"` (the scenario's `udp.process`).
     pub process: String,
     /// Bits put on the wire (whole packets, headers included) / seconds from `start_s` to
     /// `stop_s` (or the end of the run): the load the source offered, comparable with the
