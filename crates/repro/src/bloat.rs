@@ -15,7 +15,7 @@
 use crate::pha::{number, par_map};
 use crate::stats::mean;
 use crate::svg::{self, esc};
-use crate::{Claim, Number, Options, Summary, FORMAT};
+use crate::{fmt_number, Claim, Options, Summary, FORMAT};
 use railpath_scenario::Scenario;
 use std::fmt::Write;
 use std::path::Path;
@@ -197,17 +197,6 @@ fn one(job: &Job) -> Result<Out, String> {
     })
 }
 
-fn fmt(n: &Number, digits: usize) -> String {
-    if n.ci95[0] == n.ci95[1] {
-        format!("{:.*}", digits, n.railpath)
-    } else {
-        format!(
-            "{:.*} [{:.*}, {:.*}]",
-            digits, n.railpath, digits, n.ci95[0], digits, n.ci95[1]
-        )
-    }
-}
-
 /// One of Tables 2-4: (name, the paper's rows, what a run gives, unit).
 type Table = (
     &'static str,
@@ -306,10 +295,10 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
             thr_rows,
             "<tr><td>{pname}</td><td>{:.2}</td><td>{}</td><td>{:.2}</td><td>{}</td><td>{paper_gain:+.1}</td><td>{}</td></tr>",
             THROUGHPUT[k][0],
-            fmt(&n_off, 2),
+            fmt_number(&n_off, 2),
             THROUGHPUT[k][1],
-            fmt(&n_on, 2),
-            fmt(&n_gain, 1)
+            fmt_number(&n_on, 2),
+            fmt_number(&n_gain, 1)
         );
         claims.push(Claim {
             id: format!("{sname}-monitor-raises-throughput"),
@@ -319,7 +308,7 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
                 "{:.2} to {:.2} Mbit/s, {} % (paired, 95%; the paper: {:.2} to {:.2}, {paper_gain:+.1} %)",
                 n_off.railpath,
                 n_on.railpath,
-                fmt(&n_gain, 1),
+                fmt_number(&n_gain, 1),
                 THROUGHPUT[k][0],
                 THROUGHPUT[k][1]
             ),
@@ -359,13 +348,13 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
                 buf_rows[t],
                 "<tr><td>{pname}</td><td>{:.0}</td><td>{}</td><td>{:.0}</td><td>{}</td><td>{:.0}</td><td>{}</td><td>{:.0}</td><td>{}</td></tr>",
                 paper[k][0],
-                fmt(&cells[0].0, 0),
+                fmt_number(&cells[0].0, 0),
                 paper[k][1],
-                fmt(&cells[0].1, 1),
+                fmt_number(&cells[0].1, 1),
                 paper[k][2],
-                fmt(&cells[1].0, 0),
+                fmt_number(&cells[1].0, 0),
                 paper[k][3],
-                fmt(&cells[1].1, 1),
+                fmt_number(&cells[1].1, 1),
             );
             let (a_off, a_on) = (cells[0].1.railpath, cells[1].1.railpath);
             disc.tables[k][t] = (a_off, a_on);
@@ -450,10 +439,10 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
                 "<tr><td>{pname}</td><td>{start:.0}-{stop:.0} s</td><td>{} of {}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
                 found.len(),
                 delays.len(),
-                fmt(&nd, 2),
+                fmt_number(&nd, 2),
                 CLEAR_S.get(c).copied().unwrap_or(f64::NAN),
-                fmt(&nc, 1),
-                fmt(&ne, 1),
+                fmt_number(&nc, 1),
+                fmt_number(&ne, 1),
             );
             delays_all.extend(delays);
             disc.clear[c] = nc.railpath;
@@ -496,8 +485,8 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
         let _ = writeln!(
             control_rows,
             "<tr><td>{pname}</td><td>{}</td><td>{}</td><td>{fired}</td><td>{resent}</td><td>{}</td></tr>",
-            fmt(&n_coff, 2),
-            fmt(&n_con, 2),
+            fmt_number(&n_coff, 2),
+            fmt_number(&n_con, 2),
             if same { "yes" } else { "no" }
         );
         claims.push(Claim {

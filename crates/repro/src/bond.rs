@@ -16,7 +16,7 @@
 use crate::pha::{number, par_map};
 use crate::stats::mean;
 use crate::svg::{self, esc};
-use crate::{Claim, Number, Options, Summary, FORMAT};
+use crate::{fmt_number, Claim, Number, Options, Summary, FORMAT};
 use railpath_scenario::{FlowKind, LossDetection, Scenario};
 use railpath_sim::power::{self, Inputs, PROFILES};
 use std::fmt::Write;
@@ -243,17 +243,6 @@ fn mu_of(standard: railpath_scenario::WifiStandard, phy: f64) -> f64 {
     mac.saturation_bps(PACKET) / (f64::from(PACKET) * 8.0)
 }
 
-fn fmt(n: &Number, digits: usize) -> String {
-    if n.ci95[0] == n.ci95[1] {
-        format!("{:.*}", digits, n.railpath)
-    } else {
-        format!(
-            "{:.*} [{:.*}, {:.*}]",
-            digits, n.railpath, digits, n.ci95[0], digits, n.ci95[1]
-        )
-    }
-}
-
 /// Analytic average power, mW (None where the load has no steady state).
 fn analytic(lambda: f64, gamma: f64, mu: [f64; 2], profile: usize) -> Option<f64> {
     power::analytic(&Inputs {
@@ -400,7 +389,7 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
             let _ = writeln!(
                 thr_rows,
                 "<tr><td>TCP</td><td>{delay:.0} ms</td><td>{name}</td><td>{}</td></tr>",
-                fmt(&n, 2)
+                fmt_number(&n, 2)
             );
             numbers.push(n);
         }
@@ -417,7 +406,7 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
         let _ = writeln!(
             thr_rows,
             "<tr><td>UDP</td><td>50 ms</td><td>{name}</td><td>{}</td></tr>",
-            fmt(&n, 2)
+            fmt_number(&n, 2)
         );
         numbers.push(n);
     }
@@ -485,14 +474,14 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
             mean(&b),
             mean(&f),
             mean(&m),
-            fmt(&n, 1)
+            fmt_number(&n, 1)
         );
         if l == 0 {
             claims.push(Claim {
                 id: "filter-gain".into(),
                 text: "Duplicate-ACK filtering gives bonding about +15% (the scenario's sender, Linux 3.5's)".into(),
                 holds: n.ci95[0] > 5.0,
-                evidence: format!("{} % (paired over seeds, 95%)", fmt(&n, 1)),
+                evidence: format!("{} % (paired over seeds, 95%)", fmt_number(&n, 1)),
             });
         }
         numbers.push(n);
@@ -556,9 +545,9 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
             .enumerate()
             .map(|(w, n)| {
                 if w == best {
-                    format!("<td><b>{}</b></td>", fmt(n, 2))
+                    format!("<td><b>{}</b></td>", fmt_number(n, 2))
                 } else {
-                    format!("<td>{}</td>", fmt(n, 2))
+                    format!("<td>{}</td>", fmt_number(n, 2))
                 }
             })
             .collect();
@@ -674,8 +663,8 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
             mean(&before),
             mean(&during),
             mean(&after),
-            fmt(&nd, 1),
-            fmt(&nu, 1)
+            fmt_number(&nd, 1),
+            fmt_number(&nu, 1)
         );
         if let Some(v) = runs.first() {
             fail_series.push((

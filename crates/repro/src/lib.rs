@@ -170,6 +170,19 @@ pub fn run(which: &str, opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Vec
     Ok(out)
 }
 
+/// A number for a report's table: its mean with `digits` decimals and its 95% interval after it
+/// (the mean alone when the interval is a point: one seed, or runs that do not vary).
+pub(crate) fn fmt_number(n: &Number, digits: usize) -> String {
+    if n.ci95[0] == n.ci95[1] {
+        format!("{:.*}", digits, n.railpath)
+    } else {
+        format!(
+            "{:.*} [{:.*}, {:.*}]",
+            digits, n.railpath, digits, n.ci95[0], digits, n.ci95[1]
+        )
+    }
+}
+
 /// The claims of a summary as HTML table rows: claim, verdict, evidence.
 pub fn claim_rows(s: &Summary) -> String {
     let mut out = String::new();

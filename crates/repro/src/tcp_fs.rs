@@ -14,7 +14,7 @@
 use crate::pha::{number, par_map};
 use crate::stats::{ci95, mean};
 use crate::svg::{self, esc};
-use crate::{Claim, Number, Options, Summary, FORMAT};
+use crate::{fmt_number, Claim, Number, Options, Summary, FORMAT};
 use railpath_scenario::Scenario;
 use std::fmt::Write;
 use std::path::Path;
@@ -171,14 +171,6 @@ fn one(job: &Job) -> Result<Out, String> {
     })
 }
 
-fn fmt(n: &Number) -> String {
-    if n.ci95[0] == n.ci95[1] {
-        format!("{:.1}", n.railpath)
-    } else {
-        format!("{:.1} [{:.1}, {:.1}]", n.railpath, n.ci95[0], n.ci95[1])
-    }
-}
-
 /// What the discussion needs of the main scenario: base RTTs (ms) and the receive window.
 #[derive(Debug, Clone, Copy)]
 struct Setting {
@@ -325,9 +317,9 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
                     table1,
                     "<tr><td>{name}</td><td>{:.0}</td><td>{}</td><td>{:.0}</td><td>{}</td></tr>",
                     TABLE1[m][0],
-                    fmt(&cells[2 * m]),
+                    fmt_number(&cells[2 * m], 1),
                     TABLE1[m][1],
-                    fmt(&cells[2 * m + 1])
+                    fmt_number(&cells[2 * m + 1], 1)
                 );
             }
         }
