@@ -349,19 +349,7 @@ impl Scenario {
             self.validate_mechanisms(&c, i, f)?;
             self.validate_handoffs(&c, i, f)?;
             if f.kind == FlowKind::Tcp {
-                for (set, key) in [
-                    (f.scheduler.is_some(), "scheduler"),
-                    (f.receive_buffer_packets.is_some(), "receive_buffer_packets"),
-                    (f.send_buffer_packets.is_some(), "send_buffer_packets"),
-                    (!f.backup_paths.is_empty(), "backup_paths"),
-                    (!f.prio_changes.is_empty(), "prio_changes"),
-                    (f.reinject.is_some(), "reinject"),
-                    (f.stale_loss_cnt.is_some(), "stale_loss_cnt"),
-                    (
-                        f.receive_buffer_autotune.is_some(),
-                        "receive_buffer_autotune",
-                    ),
-                ] {
+                for (set, key) in mptcp_keys_set(f) {
                     if set {
                         return Err(c.err(k(key), "only for kind = \"mptcp\" flows"));
                     }
@@ -465,6 +453,24 @@ impl Scenario {
         }
         Ok(())
     }
+}
+
+/// The keys only an mptcp flow takes, each with whether `f` sets it (checked, in this order,
+/// on tcp and udp flows).
+fn mptcp_keys_set(f: &crate::Flow) -> [(bool, &'static str); 8] {
+    [
+        (f.scheduler.is_some(), "scheduler"),
+        (f.receive_buffer_packets.is_some(), "receive_buffer_packets"),
+        (f.send_buffer_packets.is_some(), "send_buffer_packets"),
+        (!f.backup_paths.is_empty(), "backup_paths"),
+        (!f.prio_changes.is_empty(), "prio_changes"),
+        (f.reinject.is_some(), "reinject"),
+        (f.stale_loss_cnt.is_some(), "stale_loss_cnt"),
+        (
+            f.receive_buffer_autotune.is_some(),
+            "receive_buffer_autotune",
+        ),
+    ]
 }
 
 fn validate_link(c: &Check, i: usize, l: &Link) -> Result<(), ScenarioError> {
@@ -668,20 +674,8 @@ impl Scenario {
                 "a udp flow has no congestion control: remove cc (it is for tcp and mptcp flows)",
             ));
         }
-        for (set, key) in [
-            (f.bytes != 0, "bytes"),
-            (f.tcp.is_some(), "tcp"),
-            (f.scheduler.is_some(), "scheduler"),
-            (f.receive_buffer_packets.is_some(), "receive_buffer_packets"),
-            (f.send_buffer_packets.is_some(), "send_buffer_packets"),
-            (!f.backup_paths.is_empty(), "backup_paths"),
-            (!f.prio_changes.is_empty(), "prio_changes"),
-            (f.reinject.is_some(), "reinject"),
-            (f.stale_loss_cnt.is_some(), "stale_loss_cnt"),
-            (
-                f.receive_buffer_autotune.is_some(),
-                "receive_buffer_autotune",
-            ),
+        let tcp_keys = [(f.bytes != 0, "bytes"), (f.tcp.is_some(), "tcp")];
+        let others = [
             (!f.mechanisms.is_empty(), "mechanisms"),
             (f.handover_table.is_some(), "handover_table"),
             (
@@ -694,7 +688,8 @@ impl Scenario {
             (!f.handoffs.is_empty(), "handoffs"),
             (f.tcp_fs.is_some(), "tcp_fs"),
             (f.bloat_monitor.is_some(), "bloat_monitor"),
-        ] {
+        ];
+        for (set, key) in tcp_keys.into_iter().chain(mptcp_keys_set(f)).chain(others) {
             if set {
                 return Err(c.err(
                     k(key),
