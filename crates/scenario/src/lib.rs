@@ -9,11 +9,13 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+mod cars;
 mod locate;
 mod overrides;
 mod size;
 mod validate;
 
+pub use cars::*;
 pub use overrides::apply_override;
 pub use size::Budget;
 
@@ -62,6 +64,10 @@ pub struct Scenario {
     /// bond as it names a link.
     #[serde(default, rename = "bond")]
     pub bonds: Vec<Bond>,
+    /// Load balancers (`[[balancer]]`): a tcp flow whose path names one is a car's connection,
+    /// given one of the balancer's links.
+    #[serde(default, rename = "balancer")]
+    pub balancers: Vec<Balancer>,
     /// The train of the radio model (`[train]`); required when any `[[carrier]]` is given.
     #[serde(default)]
     pub train: Option<railpath_radio::TrainConfig>,
@@ -111,6 +117,9 @@ pub enum OutageMode {
 pub struct Outage {
     pub start_s: f64,
     pub duration_ms: f64,
+    /// Repeat every this many seconds until the end of the run (see [`Link::outage_list`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub every_s: Option<f64>,
 }
 
 /// A piecewise-constant change of a link's data-direction parameters from `t_s` on.
@@ -146,6 +155,8 @@ pub struct Link {
     pub outage_mode: OutageMode,
     #[serde(default)]
     pub schedule: Vec<ScheduleStep>,
+    /// A one-way delay that varies over a range (see [`DelayRange`]); replaces `delay_ms`.
+    pub delay_range: Option<DelayRange>,
     /// Mahimahi delivery-opportunity trace, path relative to the scenario file.
     pub trace: Option<String>,
     /// Id of the `[[carrier]]` that drives this link's rate, outages and extra delay/loss along
@@ -393,6 +404,14 @@ pub struct Flow {
     /// `to` (one of `paths`; the flow starts on `paths[0]`). See [`Handoff`].
     #[serde(default)]
     pub handoffs: Vec<Handoff>,
+    /// The in-car link between the train's router and the passenger (a car's Wi-Fi/LAN): the
+    /// flow's last hop. On an mptcp flow, MPTCP ends at the router and a proxy relays onto this
+    /// link as TCP (options in `proxy`); on a tcp flow the link follows its path.
+    #[serde(default)]
+    pub access: Option<String>,
+    /// mptcp with `access`: the router's proxy (see [`ProxyOptions`]).
+    #[serde(default)]
+    pub proxy: Option<ProxyOptions>,
     /// tcp-fs: the receiver's constants (see [`TcpFsOptions`]).
     #[serde(default)]
     pub tcp_fs: Option<TcpFsOptions>,
@@ -940,6 +959,11 @@ impl Scenario {
         })
     }
 
+    /// The balancer a path names, if it names one.
+    pub fn balancer_index(&self, id: &str) -> Option<usize> {
+        self.balancers.iter().position(|b| b.id == id)
+    }
+
     /// The links a path crosses: the link itself, or a bond's members.
     pub fn path_links(&self, id: &str) -> Vec<usize> {
         match self.path_target(id) {
@@ -949,7 +973,14 @@ impl Scenario {
                 .iter()
                 .filter_map(|m| self.link_index(m))
                 .collect(),
-            None => Vec::new(),
+            None => match self.balancer_index(id) {
+                Some(b) => self.balancers[b]
+                    .links
+                    .iter()
+                    .filter_map(|m| self.link_index(m))
+                    .collect(),
+                None => Vec::new(),
+            },
         }
     }
 }

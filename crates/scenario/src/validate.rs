@@ -193,6 +193,26 @@ impl Scenario {
         for (i, b) in self.bonds.iter().enumerate() {
             self.validate_bond(&c, i, b)?;
         }
+        for (i, b) in self.balancers.iter().enumerate() {
+            self.validate_balancer(&c, i, b)?;
+        }
+        for (i, l) in self.links.iter().enumerate() {
+            if l.outages.iter().any(|o| o.every_s.is_some()) {
+                let all = l.outage_list(self.run.duration_s);
+                for w in all.windows(2) {
+                    if w[1].start_s < w[0].start_s + w[0].duration_ms / 1000.0 {
+                        return Err(c.err(
+                            format!("link[{i}].outages"),
+                            format!(
+                                "repeated outages overlap: one starts at {} s before the one from {} s ends",
+                                show_num(w[1].start_s),
+                                show_num(w[0].start_s)
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
         if self.flows.is_empty() {
             return Err(c.err("flow", "at least one [[flow]] table is required"));
         }
@@ -355,7 +375,17 @@ impl Scenario {
                     }
                 }
             }
+            self.validate_access(&c, i, f)?;
             for (j, p) in f.paths.iter().enumerate() {
+                if self.balancer_index(p).is_some() {
+                    if f.kind != FlowKind::Tcp || !f.handoffs.is_empty() || f.paths.len() != 1 {
+                        return Err(c.err(
+                            k(&format!("paths[{j}]")),
+                            format!("{p:?} is a balancer: only a tcp flow without handoffs takes one, as its only path"),
+                        ));
+                    }
+                    continue;
+                }
                 match self.path_target(p) {
                     None => {
                         let ids: Vec<String> = self
@@ -363,11 +393,13 @@ impl Scenario {
                             .iter()
                             .map(|l| format!("{:?}", l.id))
                             .chain(self.bonds.iter().map(|b| format!("{:?}", b.id)))
+                            .chain(self.balancers.iter().map(|b| format!("{:?}", b.id)))
                             .collect();
-                        let tables = if self.bonds.is_empty() {
-                            "[[link]]"
-                        } else {
-                            "[[link]] or [[bond]]"
+                        let tables = match (self.bonds.is_empty(), self.balancers.is_empty()) {
+                            (true, true) => "[[link]]",
+                            (false, true) => "[[link]] or [[bond]]",
+                            (true, false) => "[[link]] or [[balancer]]",
+                            (false, false) => "[[link]], [[bond]] or [[balancer]]",
                         };
                         return Err(c.err(
                             k(&format!("paths[{j}]")),
@@ -457,8 +489,9 @@ impl Scenario {
 
 /// The keys only an mptcp flow takes, each with whether `f` sets it (checked, in this order,
 /// on tcp and udp flows).
-fn mptcp_keys_set(f: &crate::Flow) -> [(bool, &'static str); 8] {
+fn mptcp_keys_set(f: &crate::Flow) -> [(bool, &'static str); 9] {
     [
+        (f.proxy.is_some(), "proxy"),
         (f.scheduler.is_some(), "scheduler"),
         (f.receive_buffer_packets.is_some(), "receive_buffer_packets"),
         (f.send_buffer_packets.is_some(), "send_buffer_packets"),
@@ -547,6 +580,40 @@ fn validate_link(c: &Check, i: usize, l: &Link) -> Result<(), ScenarioError> {
         }
     }
     c.range(&k("delay_ms"), l.delay_ms, 0.0, false, MAX_DELAY_MS, "ms")?;
+    if let Some(r) = &l.delay_range {
+        if l.delay_ms != 0.0 {
+            return Err(c.err(
+                k("delay_ms"),
+                "give either delay_ms or delay_range, not both (the range sets the delay from time 0)",
+            ));
+        }
+        c.range(
+            &k("delay_range.min_ms"),
+            r.min_ms,
+            0.0,
+            false,
+            MAX_DELAY_MS,
+            "ms",
+        )?;
+        c.range(
+            &k("delay_range.max_ms"),
+            r.max_ms,
+            r.min_ms,
+            false,
+            MAX_DELAY_MS,
+            "ms (at least min_ms)",
+        )?;
+        if let Some(e) = r.every_ms {
+            c.range(
+                &k("delay_range.every_ms"),
+                e,
+                1.0,
+                false,
+                MAX_OUTAGE_MS,
+                "ms",
+            )?;
+        }
+    }
     c.probability(&k("loss"), l.loss)?;
     if l.buffer_packets.is_some() && l.buffer_bytes.is_some() {
         return Err(c.err(
@@ -578,6 +645,19 @@ fn validate_link(c: &Check, i: usize, l: &Link) -> Result<(), ScenarioError> {
             MAX_OUTAGE_MS,
             "ms",
         )?;
+        if let Some(e) = o.every_s {
+            let min = o.duration_ms / 1000.0;
+            if !(e.is_finite() && e > min && e <= MAX_DURATION_S) {
+                return Err(c.err(
+                    ok("every_s"),
+                    format!(
+                        "expected a period > duration_ms / 1000 = {} s (each outage ends before the next) and <= {MAX_DURATION_S} s, found {}",
+                        show_num(min),
+                        show_num(e)
+                    ),
+                ));
+            }
+        }
         if o.start_s < prev_end {
             return Err(c.err(
                 ok("start_s"),
@@ -768,6 +848,120 @@ impl Scenario {
     }
 
     /// A `[[bond]]`: a unique id, known distinct members, weights, monitoring and sleep times.
+    /// A load balancer: a unique id (among links, bonds and balancers), known links each once,
+    /// the detection delay.
+    fn validate_balancer(
+        &self,
+        c: &Check,
+        i: usize,
+        b: &crate::Balancer,
+    ) -> Result<(), ScenarioError> {
+        let k = |x: &str| format!("balancer[{i}].{x}");
+        c.id(&k("id"), &b.id)?;
+        if let Some(j) = self.balancers[..i].iter().position(|o| o.id == b.id) {
+            return Err(c.err(
+                k("id"),
+                format!("duplicate balancer id {:?} (also balancer[{j}])", b.id),
+            ));
+        }
+        if let Some(t) = self.path_target(&b.id) {
+            let what = match t {
+                PathTarget::Link(j) => format!("link[{j}]"),
+                PathTarget::Bond(j) => format!("bond[{j}]"),
+            };
+            return Err(c.err(
+                k("id"),
+                format!(
+                    "{:?} is also the id of {what}: a flow's paths name links, bonds and balancers alike",
+                    b.id
+                ),
+            ));
+        }
+        if b.links.is_empty() {
+            return Err(c.err(
+                k("links"),
+                "expected at least one link id, e.g. links = [\"isp-a\", \"isp-b\"]",
+            ));
+        }
+        for (j, m) in b.links.iter().enumerate() {
+            let mk = k(&format!("links[{j}]"));
+            if self.link_index(m).is_none() {
+                let ids: Vec<String> = self.links.iter().map(|l| format!("{:?}", l.id)).collect();
+                return Err(c.err(
+                    mk,
+                    format!(
+                        "unknown link {m:?}; expected one of the [[link]] ids: {}",
+                        ids.join(", ")
+                    ),
+                ));
+            }
+            if b.links[..j].contains(m) {
+                return Err(c.err(mk, format!("link {m:?} is listed twice")));
+            }
+        }
+        if let Some(d) = b.detect_ms {
+            c.range(&k("detect_ms"), d, 0.0, false, MAX_OUTAGE_MS, "ms")?;
+        }
+        Ok(())
+    }
+
+    /// A flow's in-car link (`access`) and the proxy's options.
+    fn validate_access(&self, c: &Check, i: usize, f: &crate::Flow) -> Result<(), ScenarioError> {
+        let k = |x: &str| format!("flow[{i}].{x}");
+        let Some(a) = &f.access else {
+            if f.proxy.is_some() {
+                return Err(c.err(
+                    k("proxy"),
+                    "a proxy relays onto the in-car link: give access = \"<link id>\" too",
+                ));
+            }
+            return Ok(());
+        };
+        if f.kind == FlowKind::Udp {
+            return Err(c.err(k("access"), "only for tcp and mptcp flows"));
+        }
+        if self.link_index(a).is_none() {
+            let ids: Vec<String> = self.links.iter().map(|l| format!("{:?}", l.id)).collect();
+            return Err(c.err(
+                k("access"),
+                format!(
+                    "unknown link {a:?}; expected one of the [[link]] ids: {}",
+                    ids.join(", ")
+                ),
+            ));
+        }
+        if f.paths
+            .iter()
+            .flat_map(|p| self.path_links(p))
+            .any(|li| self.links[li].id == *a)
+        {
+            return Err(c.err(
+                k("access"),
+                format!("link {a:?} is also one of the flow's paths: the in-car link is a hop of its own"),
+            ));
+        }
+        if !f.handoffs.is_empty() {
+            return Err(c.err(k("access"), "not with handoffs"));
+        }
+        if let Some(p) = &f.proxy {
+            if let Some(b) = p.buffer_bytes {
+                c.int_range(&k("proxy.buffer_bytes"), b, 1024, 1 << 30, "bytes")?;
+            }
+            if let Some(cc) = &p.access_cc {
+                if !TCP_CCS.contains(&cc.as_str()) {
+                    return Err(c.err(
+                        k("proxy.access_cc"),
+                        format!(
+                            "unknown congestion control {cc:?}; expected one of {}",
+                            TCP_CCS.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn validate_bond(&self, c: &Check, i: usize, b: &Bond) -> Result<(), ScenarioError> {
         let k = |x: &str| format!("bond[{i}].{x}");
         c.id(&k("id"), &b.id)?;
