@@ -33,6 +33,13 @@ pub struct Args {
     /// testbed of its own: half the wall time, at the cost of sharing the machine between them.
     #[arg(long, requires = "testbed")]
     pub testbed_side_by_side: bool,
+    /// With --testbed, seconds of each kernel run for papers whose kernel side is a shortened
+    /// run (proxy-lb; default 120). PHA runs its scenario's duration.
+    #[arg(long, requires = "testbed")]
+    pub testbed_duration: Option<f64>,
+    /// With --testbed, proxy-lb's kernel runs take 1..=N cars (default 5).
+    #[arg(long, requires = "testbed")]
+    pub testbed_cars: Option<usize>,
 }
 
 /// [`railpath_repro::KernelRun`] on this machine's testbed.
@@ -85,6 +92,20 @@ pub fn main(args: Args) -> Result<(), CliError> {
                 args.testbed_runs
             )));
         }
+        if let Some(d) = args.testbed_duration {
+            if !(d.is_finite() && (5.0..=3600.0).contains(&d)) {
+                return Err(CliError::Input(format!(
+                    "--testbed-duration: expected 5 ..= 3600 seconds, found {d}"
+                )));
+            }
+        }
+        if let Some(n) = args.testbed_cars {
+            if !(1..=5).contains(&n) {
+                return Err(CliError::Input(format!(
+                    "--testbed-cars: expected 1 ..= 5, found {n}"
+                )));
+            }
+        }
         railpath_linkem::check_environment()
             .map_err(|e| CliError::Failed(format!("--testbed: {e}")))?;
         railpath_linkem::run::install_interrupt_handler();
@@ -98,6 +119,8 @@ pub fn main(args: Args) -> Result<(), CliError> {
             .then_some(kernel_run as railpath_repro::KernelRun),
         kernel_runs: args.testbed_runs,
         kernel_side_by_side: args.testbed_side_by_side,
+        kernel_duration_s: args.testbed_duration,
+        kernel_cars: args.testbed_cars,
     };
     let start = std::time::Instant::now();
     let done = railpath_repro::run(&args.paper, &opts, &mut |m| eprintln!("repro: {m}"))

@@ -311,6 +311,7 @@ mod tests {
             handoffs: None,
             bloat: None,
             udp: None,
+            car: None,
         };
         let s = Summary {
             format: railpath_sim::results::SUMMARY_FORMAT.into(),

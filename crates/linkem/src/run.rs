@@ -1008,6 +1008,7 @@ fn assemble(
             handoffs: None,
             bloat: None,
             udp: None,
+            car: None,
         });
         series.push(Series {
             flow: f.id.clone(),

@@ -132,6 +132,8 @@ fn repro(py: Python<'_>, paper: &str, out: &str, seeds: u64, jobs: usize) -> PyR
         kernel: None,
         kernel_runs: 0,
         kernel_side_by_side: false,
+        kernel_duration_s: None,
+        kernel_cars: None,
     };
     let paper = paper.to_string();
     let done = py

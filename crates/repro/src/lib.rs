@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 pub mod bloat;
 pub mod bond;
 pub mod pha;
+pub mod proxy_lb;
 pub mod stats;
 pub mod svg;
 pub mod tcp_fs;
@@ -38,6 +39,11 @@ pub struct Options {
     /// (half the wall time; the default runs them one after another, as the published
     /// campaigns were measured).
     pub kernel_side_by_side: bool,
+    /// Length of a kernel run, s, for papers whose kernel side is a shortened run (PROXY-LB:
+    /// default 120 s); PHA runs its scenario's duration.
+    pub kernel_duration_s: Option<f64>,
+    /// PROXY-LB: kernel runs with 1..=N cars (default 5).
+    pub kernel_cars: Option<usize>,
 }
 
 /// Runs a scenario on the real kernel (the namespace testbed), in a work directory of its own,
@@ -116,6 +122,12 @@ pub const PAPERS: &[Paper] = &[
         title: "PHA: proactive handover-aware MPTCP scheduling on high-speed trains",
         source: "000_974d784f7c8d79bb.txt",
         run: pha::run,
+    },
+    Paper {
+        name: "proxy-lb",
+        title: "PROXY-LB: an MPTCP proxy on the train against the KTX load balancer",
+        source: "001_6b2c89c274e8c693.txt",
+        run: proxy_lb::run,
     },
     Paper {
         name: "tcp-fs",

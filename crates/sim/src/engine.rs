@@ -27,6 +27,8 @@ pub enum Event {
     FlowControl { flow: u32, idx: u32 },
     /// A bond's link monitoring check (Linux bonding `miimon`).
     BondCheck { bond: u32 },
+    /// A load balancer's tracking sees a link go down (after its detection delay).
+    BalancerCheck { balancer: u32 },
     /// End of a time-series bin.
     Sample,
 }

@@ -17,7 +17,14 @@ pub(crate) enum Flow {
     Tcp(Box<TcpFlow>),
     Mptcp(Box<crate::mptcp::connection::MptcpFlow>),
     Udp(Box<crate::udp::UdpFlow>),
+    /// A car's TCP through a load balancer.
+    Balanced(Box<crate::cars::BalancedFlow>),
+    /// A car behind the train router's MPTCP proxy.
+    Relay(Box<crate::cars::RelayFlow>),
 }
+
+/// `FlowControl` index that starts a balanced car's new connection after a failover.
+pub(crate) const RECONNECTED: u32 = u32::MAX;
 
 impl Flow {
     pub fn start(&mut self, net: &mut Net) {
@@ -25,6 +32,8 @@ impl Flow {
             Flow::Tcp(f) => f.start(net),
             Flow::Mptcp(f) => f.start(net),
             Flow::Udp(f) => f.start(net),
+            Flow::Balanced(f) => f.flow.start(net),
+            Flow::Relay(f) => f.start(net),
         }
     }
     pub fn on_packet(&mut self, sub: u16, side: Side, p: &Packet, net: &mut Net) {
@@ -32,6 +41,8 @@ impl Flow {
             Flow::Tcp(f) => f.on_packet(sub, side, p, net),
             Flow::Mptcp(f) => f.on_packet(sub, side, p, net),
             Flow::Udp(f) => f.on_packet(side, p, net.now()),
+            Flow::Balanced(f) => f.flow.on_packet(sub, side, p, net),
+            Flow::Relay(f) => f.on_packet(sub, side, p, net),
         }
     }
     pub fn on_timer(&mut self, sub: u16, side: u8, net: &mut Net) {
@@ -39,6 +50,8 @@ impl Flow {
             Flow::Tcp(f) => f.on_timer(sub, side, net),
             Flow::Mptcp(f) => f.on_timer(sub, side, net),
             Flow::Udp(f) => f.on_timer(net),
+            Flow::Balanced(f) => f.flow.on_timer(sub, side, net),
+            Flow::Relay(f) => f.on_timer(sub, side, net),
         }
     }
     pub fn control(&mut self, idx: u32, net: &mut Net) {
@@ -47,6 +60,9 @@ impl Flow {
             Flow::Mptcp(f) => f.control(idx, net),
             // A udp flow schedules no control events.
             Flow::Udp(_) => {}
+            Flow::Balanced(f) if idx == RECONNECTED => f.flow.start(net),
+            Flow::Balanced(f) => f.flow.control(idx, net),
+            Flow::Relay(f) => f.control(idx, net),
         }
     }
     pub fn sample(&mut self, width: Time) {
@@ -54,6 +70,8 @@ impl Flow {
             Flow::Tcp(f) => f.sample(width),
             Flow::Mptcp(f) => f.sample(width),
             Flow::Udp(f) => f.sample(width),
+            Flow::Balanced(f) => f.flow.sample(width),
+            Flow::Relay(f) => f.sample(width),
         }
     }
     /// The flow's summary and its time series.
@@ -62,12 +80,14 @@ impl Flow {
             Flow::Tcp(f) => f.summarize(end),
             Flow::Mptcp(f) => f.summarize(end),
             Flow::Udp(f) => f.summarize(end, net),
+            Flow::Balanced(f) => f.summarize(end),
+            Flow::Relay(f) => f.summarize(end),
         }
     }
 }
 
 /// The application's data: a bulk transfer or a finite one of `bytes`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct App {
     /// Total segments for a finite transfer; `None` for bulk.
     pub total_segs: Option<u64>,
@@ -75,6 +95,11 @@ pub(crate) struct App {
     pub mss: u32,
     /// Next new data-level segment.
     pub next: u64,
+    /// A relay's onward leg: the lengths of the segments the relay has handed over and the
+    /// sender has not taken yet (`None`: the application makes its own data).
+    pub fed: Option<std::collections::VecDeque<u32>>,
+    /// Bytes in `fed`.
+    pub fed_bytes: u64,
 }
 
 impl App {
@@ -88,10 +113,22 @@ impl App {
             total_bytes: bytes,
             mss,
             next: 0,
+            fed: None,
+            fed_bytes: 0,
+        }
+    }
+    /// An application that sends only what a relay hands it.
+    pub fn fed(mss: u32) -> App {
+        App {
+            fed: Some(std::collections::VecDeque::new()),
+            ..App::new(0, mss)
         }
     }
     pub fn has_data(&self) -> bool {
-        self.total_segs.is_none_or(|n| self.next < n)
+        match &self.fed {
+            Some(q) => !q.is_empty(),
+            None => self.total_segs.is_none_or(|n| self.next < n),
+        }
     }
     /// Length of data-level segment `dsn`.
     pub fn len_of(&self, dsn: u64) -> u32 {
@@ -100,7 +137,21 @@ impl App {
             _ => self.mss,
         }
     }
+    /// A relay hands the onward leg a segment of `len` bytes.
+    pub fn feed(&mut self, len: u32) {
+        if let Some(q) = &mut self.fed {
+            q.push_back(len);
+            self.fed_bytes += len as u64;
+        }
+    }
     pub fn take(&mut self) -> Option<(u64, u32)> {
+        if let Some(q) = &mut self.fed {
+            let len = q.pop_front()?;
+            self.fed_bytes -= len as u64;
+            let d = self.next;
+            self.next += 1;
+            return Some((d, len));
+        }
         if !self.has_data() {
             return None;
         }
@@ -238,6 +289,17 @@ pub(crate) struct TcpFlow {
     pub series: FlowSeries,
     /// Vertical handoffs (and TCP-FS), if the flow has any.
     pub handoffs: Option<Box<Handoffs>>,
+    /// The endpoint number its routes and timers carry: 0, or the relay's onward leg, or a
+    /// reconnected car's connection (packets and timers of an earlier one are ignored).
+    pub sub: u16,
+    /// Segments the receiver delivered in order, (segment, bytes), when someone listens (a
+    /// relay reading them, a digest).
+    pub tap: Option<Vec<(u64, u32)>>,
+    /// Bytes the application has read, when it reads at its own pace (a relay): delivered data
+    /// it has not read keep their room in the receive buffer, and the window shrinks by them.
+    pub app_read: Option<u64>,
+    /// The right edge of the window the last ACK advertised, in delivered bytes.
+    adv_edge: u64,
 }
 
 impl TcpFlow {
@@ -281,16 +343,20 @@ impl TcpFlow {
                 ..Default::default()
             },
             handoffs: None,
+            sub: 0,
+            tap: None,
+            app_read: None,
+            adv_edge: 0,
         })
     }
 
-    fn start(&mut self, net: &mut Net) {
+    pub(crate) fn start(&mut self, net: &mut Net) {
         self.started = true;
         self.push(net);
     }
 
     /// Send what the windows allow: retransmissions first, then new data.
-    fn push(&mut self, net: &mut Net) {
+    pub(crate) fn push(&mut self, net: &mut Net) {
         let now = net.now();
         self.pace_wait = None;
         let (h, mss) = (&mut self.handoffs, self.app.mss);
@@ -327,10 +393,21 @@ impl TcpFlow {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        arm(net, &mut self.sender.armed, d, self.idx, 0, Side::Sender);
+        arm(
+            net,
+            &mut self.sender.armed,
+            d,
+            self.idx,
+            self.sub,
+            Side::Sender,
+        );
     }
 
-    fn on_packet(&mut self, _sub: u16, side: Side, p: &Packet, net: &mut Net) {
+    pub(crate) fn on_packet(&mut self, sub: u16, side: Side, p: &Packet, net: &mut Net) {
+        if sub != self.sub {
+            // A packet of a connection this flow has replaced.
+            return;
+        }
         let now = net.now();
         match side {
             Side::Sender => {
@@ -348,9 +425,13 @@ impl TcpFlow {
                     fs.on_data(now, p.ts_ecr);
                 }
                 let (bytes, series_bytes) = (&mut self.delivered_bytes, &mut self.series.bin_bytes);
-                let decision = self.receiver.on_data(p, now, &mut |_, len, _| {
+                let tap = &mut self.tap;
+                let decision = self.receiver.on_data(p, now, &mut |seg, len, _| {
                     *bytes += len as u64;
                     *series_bytes += len as u64;
+                    if let Some(t) = tap {
+                        t.push((seg, len));
+                    }
                 });
                 if self.completed_at.is_none()
                     && self.app.total_bytes > 0
@@ -366,7 +447,7 @@ impl TcpFlow {
                             &mut self.receiver.armed,
                             Some(t),
                             self.idx,
-                            0,
+                            self.sub,
                             Side::Receiver,
                         );
                     }
@@ -375,7 +456,10 @@ impl TcpFlow {
         }
     }
 
-    fn on_timer(&mut self, _sub: u16, side: u8, net: &mut Net) {
+    pub(crate) fn on_timer(&mut self, sub: u16, side: u8, net: &mut Net) {
+        if sub != self.sub {
+            return;
+        }
         let now = net.now();
         if side == Side::Sender as u8 {
             if !take_wake(&mut self.sender.armed, now) {
@@ -400,7 +484,7 @@ impl TcpFlow {
                     &mut self.receiver.armed,
                     d,
                     self.idx,
-                    0,
+                    self.sub,
                     Side::Receiver,
                 );
             }
@@ -419,8 +503,13 @@ impl TcpFlow {
 
     /// Put an ACK on the wire; its window is TCP-FS's (zero while frozen). ACKs carry the
     /// receiver's clock as TSval (RFC 7323), which the sender echoes on data.
-    fn emit_ack(&mut self, net: &mut Net) {
+    pub(crate) fn emit_ack(&mut self, net: &mut Net) {
         let mut ack = self.receiver.build_ack(self.ack_route);
+        if self.app_read.is_some() {
+            let w = self.receive_window();
+            ack.rwnd = Packet::window(w);
+            self.adv_edge = self.delivered_bytes + w;
+        }
         if let Some(fs) = self.handoffs.as_ref().and_then(|h| h.fs.as_ref()) {
             ack.rwnd = Packet::window(fs.window(self.receiver.rwnd()));
         }
@@ -429,7 +518,7 @@ impl TcpFlow {
     }
 
     /// A vertical-handoff step (scheduled by the world).
-    fn control(&mut self, idx: u32, net: &mut Net) {
+    pub(crate) fn control(&mut self, idx: u32, net: &mut Net) {
         let now = net.now();
         let Some(h) = self.handoffs.as_mut() else {
             return;
@@ -461,7 +550,7 @@ impl TcpFlow {
         }
     }
 
-    fn sample(&mut self, width: Time) {
+    pub(crate) fn sample(&mut self, width: Time) {
         if let Some(h) = self.handoffs.as_mut() {
             h.ssthresh_bytes
                 .push(self.sender.ssthresh() as f64 * self.sender.cfg.mss as f64);
@@ -486,7 +575,7 @@ impl TcpFlow {
         }
     }
 
-    fn summarize(&self, end: Time) -> (FlowSummary, Vec<Series>) {
+    pub(crate) fn summarize(&self, end: Time) -> (FlowSummary, Vec<Series>) {
         let stop = self.completed_at.unwrap_or(end);
         let active = stop.saturating_sub(self.start).secs_f64();
         let st = &self.sender.stats;
@@ -535,6 +624,7 @@ impl TcpFlow {
             }),
             bloat: None,
             udp: None,
+            car: None,
         };
         let mk = |metric: &'static str, values: &Vec<f64>| Series {
             flow: self.id.clone(),
@@ -553,5 +643,20 @@ impl TcpFlow {
             series.push(mk("sent_bytes", &h.sent_bytes));
         }
         (summary, series)
+    }
+}
+
+impl TcpFlow {
+    /// What is left of the window the last ACK advertised, bytes.
+    pub(crate) fn advertised_left(&self) -> u64 {
+        self.adv_edge.saturating_sub(self.delivered_bytes)
+    }
+
+    /// The window the receiver would advertise now, bytes.
+    pub(crate) fn receive_window(&self) -> u64 {
+        let unread = self
+            .app_read
+            .map_or(0, |r| self.delivered_bytes.saturating_sub(r));
+        self.receiver.rwnd().saturating_sub(unread)
     }
 }

@@ -4,6 +4,7 @@
 //! The core does no I/O and reads no clock: [`run`] takes a validated
 //! [`railpath_scenario::Scenario`] and returns [`results::RunResults`].
 
+mod cars;
 pub mod engine;
 mod flow;
 mod handoff;

@@ -136,6 +136,54 @@ pub struct FlowSummary {
     pub bloat: Option<crate::mechanisms::bloat::BloatStats>,
     /// udp: what the source offered and what became of its packets; null otherwise.
     pub udp: Option<UdpStats>,
+    /// A car's connection (a flow with `access`, or through a balancer): its in-car link, the
+    /// balancer's carrier and failovers, or the proxy's relay; null otherwise.
+    pub car: Option<CarStats>,
+}
+
+/// A car's connection (`summary.json`: the flow's `car`).
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct CarStats {
+    /// The in-car link.
+    pub access: Option<String>,
+    /// The load balancer the car's connection went through, if any.
+    pub balancer: Option<String>,
+    /// The carrier's link the balancer gave the connection when it opened.
+    pub carrier: Option<String>,
+    /// Each time the balancer moved the car to another carrier.
+    pub failovers: Vec<CarFailover>,
+    /// The MPTCP proxy's relay, if the car is behind it.
+    pub proxy: Option<ProxyStats>,
+}
+
+/// A load balancer's failover of one car.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct CarFailover {
+    pub t_s: f64,
+    pub from: String,
+    pub to: String,
+}
+
+/// The proxy's relay between the server's MPTCP connection and the passenger's TCP.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct ProxyStats {
+    /// The server did not speak MPTCP: plain TCP over the first path.
+    pub fallback: bool,
+    pub buffer_bytes: u64,
+    /// Most bytes the relay buffer held (never above `buffer_bytes`).
+    pub max_buffered_bytes: u64,
+    /// Most bytes delivered by the server's connection that the full relay had not read.
+    pub max_unread_bytes: u64,
+    /// Window updates sent to the server after the relay read again.
+    pub window_updates: u64,
+    /// What the server's connection delivered to the router, bit/s over the flow's time.
+    pub server_goodput_bps: f64,
+    pub access_srtt_ms: Option<f64>,
+    pub access_retransmitted_packets: u64,
+    /// With `proxy.verify`: SHA-256 of the payload the server sent, over as many bytes as the
+    /// passenger received, and of what the passenger received (hex).
+    pub sha256_sent: Option<String>,
+    pub sha256_received: Option<String>,
 }
 
 /// A tcp flow's vertical handoffs.

@@ -297,6 +297,7 @@ impl UdpFlow {
             // No retransmissions, RTT, subflows or mechanisms: the TCP and MPTCP fields stay
             // 0 and null.
             udp: Some(stats),
+            car: None,
             ..Default::default()
         };
         let mk = |metric: &'static str, values: &Vec<f64>| Series {

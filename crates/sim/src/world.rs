@@ -88,6 +88,7 @@ pub(crate) struct World {
     nbins: usize,
     bins_done: usize,
     handovers: Vec<Handover>,
+    balancers: Vec<crate::cars::BalancerRt>,
 }
 
 /// What `World::build` assembles, one kind of part at a time: each kind of link or flow has its
@@ -101,6 +102,7 @@ struct Builder<'a> {
     links: Vec<LinkRuntime>,
     flows: Vec<Flow>,
     timelines: Vec<railpath_radio::CarrierTimeline>,
+    balancers: Vec<crate::cars::BalancerRt>,
 }
 
 impl Builder<'_> {
@@ -177,7 +179,7 @@ impl Builder<'_> {
         self.net.dirs.push(fwd);
         self.net.dirs.push(rev);
         let mut steps: Vec<(Time, StepAction)> = Vec::new();
-        for st in &l.schedule {
+        for st in &l.schedule_steps(s.run.seed, s.run.duration_s) {
             let t = Time::from_secs_f64(st.t_s);
             if let Some(r) = st.rate_mbps {
                 steps.push((t, StepAction::Rate(mbps(r))));
@@ -189,7 +191,7 @@ impl Builder<'_> {
                 steps.push((t, StepAction::Loss(p)));
             }
         }
-        for o in &l.outages {
+        for o in &l.outage_list(s.run.duration_s) {
             let t = Time::from_secs_f64(o.start_s);
             let until = t + Time::from_ms_f64(o.duration_ms);
             steps.push((t, StepAction::OutageStart(until)));
@@ -278,16 +280,194 @@ impl Builder<'_> {
 
     /// Routes of subflow `sub` of flow `fi` over a link or a bond: (data, ACK).
     fn routes(&mut self, fi: usize, sub: u16, t: PathTarget) -> (u32, u32) {
+        self.routes_via(fi, sub, t, None)
+    }
+
+    /// The hops of a path and then, if given, of an in-car link: (data, ACK) before the sink.
+    fn hops(&self, t: PathTarget, access: Option<usize>) -> (Vec<Hop>, Vec<Hop>) {
         let (fwd, rev) = match t {
             PathTarget::Link(li) => (Hop::Dir(self.links[li].fwd), Hop::Dir(self.links[li].rev)),
             PathTarget::Bond(b) => (Hop::Bond(2 * b as u32), Hop::Bond(2 * b as u32 + 1)),
         };
-        let mut route = |hop: Hop, side: Side| {
-            let flow = fi as u32;
-            let end = Hop::Sink(Endpoint { flow, sub, side });
-            self.net.add_route(vec![hop, end])
+        match access {
+            Some(a) => (
+                vec![fwd, Hop::Dir(self.links[a].fwd)],
+                vec![Hop::Dir(self.links[a].rev), rev],
+            ),
+            None => (vec![fwd], vec![rev]),
+        }
+    }
+
+    /// [`Builder::routes`] continued over an in-car link `access` (data: the path then the
+    /// in-car link; ACKs the other way).
+    fn routes_via(
+        &mut self,
+        fi: usize,
+        sub: u16,
+        t: PathTarget,
+        access: Option<usize>,
+    ) -> (u32, u32) {
+        let (mut fwd, mut rev) = self.hops(t, access);
+        let flow = fi as u32;
+        fwd.push(Hop::Sink(Endpoint {
+            flow,
+            sub,
+            side: Side::Receiver,
+        }));
+        rev.push(Hop::Sink(Endpoint {
+            flow,
+            sub,
+            side: Side::Sender,
+        }));
+        (self.net.add_route(fwd), self.net.add_route(rev))
+    }
+
+    fn access_of(&self, f: &railpath_scenario::Flow) -> Result<Option<usize>, SimError> {
+        f.access
+            .as_ref()
+            .map(|a| {
+                self.s.link_index(a).ok_or_else(|| {
+                    SimError::Internal(format!("flow {:?}: unknown access link {a:?}", f.id))
+                })
+            })
+            .transpose()
+    }
+
+    /// A `[[balancer]]`: its links, and a tracking check at each time a link has been down
+    /// for the detection delay.
+    fn balancer(&mut self, bi: usize, b: &railpath_scenario::Balancer) -> Result<(), SimError> {
+        let detect = Time::from_ms_f64(b.detect_ms());
+        let mut links = Vec::new();
+        let mut rates = Vec::new();
+        let mut down = Vec::new();
+        for id in &b.links {
+            let li = self.s.link_index(id).ok_or_else(|| {
+                SimError::Internal(format!("balancer {:?}: unknown link {id:?}", b.id))
+            })?;
+            links.push(li);
+            rates.push(self.s.links[li].rate_mbps.unwrap_or(0.0));
+            let mut spans = Vec::new();
+            for (t, a) in &self.links[li].steps {
+                if let StepAction::OutageStart(until) = a {
+                    if *until > *t + detect {
+                        spans.push((*t + detect, *until));
+                        if *t + detect < self.end {
+                            self.net.sched.at(
+                                *t + detect,
+                                Event::BalancerCheck {
+                                    balancer: bi as u32,
+                                },
+                            );
+                        }
+                    }
+                }
+            }
+            down.push(spans);
+        }
+        self.balancers.push(crate::cars::BalancerRt {
+            id: b.id.clone(),
+            policy: b.policy,
+            failover: b.failover,
+            links,
+            rates,
+            down,
+            turn: 0,
+            cars: Vec::new(),
+        });
+        Ok(())
+    }
+
+    /// A car's tcp flow through balancer `bi`: a connection whose routes the balancer sets when
+    /// it starts (and again at a failover).
+    fn balanced_flow(
+        &mut self,
+        fi: usize,
+        f: &railpath_scenario::Flow,
+        bi: usize,
+    ) -> Result<Flow, SimError> {
+        let tcp = self.s.tcp_config(fi);
+        let access = self.access_of(f)?;
+        let flow = TcpFlow::new(fi as u32, f, &tcp, 0, 0, self.s.run.seed, self.nbins)
+            .map_err(SimError::Internal)?;
+        let bal = &self.balancers[bi];
+        let car = bal.cars.len();
+        let links = bal.links.clone();
+        let failover = bal.failover;
+        let id = bal.id.clone();
+        let hops = links
+            .iter()
+            .map(|&li| self.hops(PathTarget::Link(li), access))
+            .collect();
+        let names = links
+            .iter()
+            .map(|&li| self.s.links[li].id.clone())
+            .collect();
+        self.balancers[bi].cars.push(fi);
+        let mut b = crate::cars::BalancedFlow::new(
+            Box::new(flow),
+            bi,
+            car,
+            hops,
+            f.clone(),
+            tcp,
+            self.s.run.seed,
+            names,
+            failover,
+        );
+        b.balancer_id = id;
+        Ok(Flow::Balanced(Box::new(b)))
+    }
+
+    /// A car behind the router's MPTCP proxy: the server's MPTCP connection to the router (or
+    /// plain TCP over the first path when the server has no MPTCP), the relay, and the
+    /// passenger's TCP over the in-car link.
+    fn relay_flow(&mut self, fi: usize, f: &railpath_scenario::Flow) -> Result<Flow, SimError> {
+        let opts = f.proxy.clone().unwrap_or_default();
+        let access = self.access_of(f)?.ok_or_else(|| {
+            SimError::Internal(format!("flow {:?}: a proxied flow without access", f.id))
+        })?;
+        let up = if opts.server_mptcp() {
+            let Flow::Mptcp(m) = self.mptcp_flow(fi, f)? else {
+                unreachable!("mptcp_flow builds an mptcp flow")
+            };
+            crate::cars::Up::Mptcp(m)
+        } else {
+            // The fallback's plain TCP runs the host's congestion control: the subflows' own
+            // when uncoupled, else Linux's default, CUBIC.
+            let mut single = f.clone();
+            single.cc =
+                f.cc.strip_prefix("uncoupled-")
+                    .unwrap_or("cubic")
+                    .to_string();
+            single.paths.truncate(1);
+            let Flow::Tcp(t) = self.tcp_flow(fi, &single)? else {
+                unreachable!("tcp_flow builds a tcp flow")
+            };
+            crate::cars::Up::Tcp(t)
         };
-        (route(fwd, Side::Receiver), route(rev, Side::Sender))
+        let tcp = self.s.tcp_config(fi);
+        let mut passenger = f.clone();
+        passenger.cc = opts.access_cc().to_string();
+        passenger.bytes = 0;
+        let (d, a) = self.routes_via(fi, crate::cars::ACCESS_SUB, PathTarget::Link(access), None);
+        let down = TcpFlow::new(
+            fi as u32,
+            &passenger,
+            &tcp,
+            d,
+            a,
+            self.s.run.seed,
+            self.nbins,
+        )
+        .map_err(SimError::Internal)?;
+        Ok(Flow::Relay(Box::new(crate::cars::RelayFlow::new(
+            up,
+            Box::new(down),
+            self.s.links[access].id.clone(),
+            opts.buffer_bytes(),
+            opts.verify,
+            self.s.run.seed,
+        ))))
     }
 
     fn link_of(&self, f: &railpath_scenario::Flow, p: &str) -> Result<PathTarget, SimError> {
@@ -346,7 +526,8 @@ impl Builder<'_> {
     fn tcp_flow(&mut self, fi: usize, f: &railpath_scenario::Flow) -> Result<Flow, SimError> {
         let tcp = self.s.tcp_config(fi);
         let t = self.link_of(f, &f.paths[0])?;
-        let (data_route, ack_route) = self.routes(fi, 0, t);
+        let access = self.access_of(f)?;
+        let (data_route, ack_route) = self.routes_via(fi, 0, t, access);
         let flow = TcpFlow::new(
             fi as u32,
             f,
@@ -498,6 +679,7 @@ impl World {
             links: Vec::with_capacity(s.links.len()),
             flows: Vec::with_capacity(s.flows.len()),
             timelines,
+            balancers: Vec::with_capacity(s.balancers.len()),
         };
         // Links a vertical handoff attaches and releases.
         let mut attach = crate::handoff::link_steps(s, end);
@@ -507,10 +689,18 @@ impl World {
         for (i, bond) in s.bonds.iter().enumerate() {
             b.bond(i, bond)?;
         }
+        for (i, bal) in s.balancers.iter().enumerate() {
+            b.balancer(i, bal)?;
+        }
         for (fi, f) in s.flows.iter().enumerate() {
+            let balancer = f.paths.first().and_then(|p| s.balancer_index(p));
             let flow = match f.kind {
+                FlowKind::Tcp if balancer.is_some() => {
+                    b.balanced_flow(fi, f, balancer.expect("checked"))?
+                }
                 FlowKind::Tcp if !f.handoffs.is_empty() => b.handoff_flow(fi, f)?,
                 FlowKind::Tcp => b.tcp_flow(fi, f)?,
+                FlowKind::Mptcp if f.access.is_some() => b.relay_flow(fi, f)?,
                 FlowKind::Mptcp => b.mptcp_flow(fi, f)?,
                 FlowKind::Udp => b.udp_flow(fi, f)?,
             };
@@ -533,6 +723,7 @@ impl World {
             nbins,
             bins_done: 0,
             handovers,
+            balancers: b.balancers,
         })
     }
 
@@ -554,7 +745,11 @@ impl World {
                     let f = &mut self.flows[flow as usize];
                     f.on_timer(sub, side, &mut self.net);
                 }
-                Event::FlowStart { flow } => self.flows[flow as usize].start(&mut self.net),
+                Event::FlowStart { flow } => {
+                    self.balance(flow as usize);
+                    self.flows[flow as usize].start(&mut self.net)
+                }
+                Event::BalancerCheck { balancer } => self.balancer_check(balancer as usize),
                 Event::FlowControl { flow, idx } => {
                     self.flows[flow as usize].control(idx, &mut self.net)
                 }
@@ -576,6 +771,76 @@ impl World {
         }
         self.net.sched.advance_to(end);
         progress(1.0);
+    }
+
+    /// The open connections per link of balancer `bi` (cars placed there and not finished),
+    /// and which links its tracking sees up.
+    fn balancer_view(&self, bi: usize, now: Time) -> (Vec<u32>, Vec<bool>) {
+        let bal = &self.balancers[bi];
+        let mut open = vec![0u32; bal.links.len()];
+        for &fi in &bal.cars {
+            if let Flow::Balanced(c) = &self.flows[fi] {
+                if let (Some(k), None) = (c.link, c.flow.completed_at) {
+                    open[k] += 1;
+                }
+            }
+        }
+        let up = (0..bal.links.len()).map(|k| bal.up(k, now)).collect();
+        (open, up)
+    }
+
+    /// A car's connection opens: its balancer gives it a link (none up: its first, where it
+    /// waits like any connection on a dead link).
+    fn balance(&mut self, fi: usize) {
+        let Flow::Balanced(c) = &self.flows[fi] else {
+            return;
+        };
+        let (bi, car) = (c.balancer, c.car);
+        let now = self.net.now();
+        let (open, up) = self.balancer_view(bi, now);
+        let bal = &mut self.balancers[bi];
+        let addr = railpath_scenario::car_address(car);
+        let k =
+            crate::cars::pick(bal.policy, &open, &bal.rates, &up, &mut bal.turn, addr).unwrap_or(0);
+        if let Flow::Balanced(c) = &mut self.flows[fi] {
+            c.assign(k, &mut self.net);
+        }
+    }
+
+    /// The balancer's tracking saw a link go down: its cars move to a link that is up.
+    fn balancer_check(&mut self, bi: usize) {
+        let now = self.net.now();
+        let cars = self.balancers[bi].cars.clone();
+        for fi in cars {
+            let Flow::Balanced(c) = &self.flows[fi] else {
+                continue;
+            };
+            let (Some(k), car) = (c.link, c.car) else {
+                continue;
+            };
+            if self.balancers[bi].up(k, now) || c.flow.completed_at.is_some() {
+                continue;
+            }
+            let (open, up) = self.balancer_view(bi, now);
+            let bal = &mut self.balancers[bi];
+            let addr = railpath_scenario::car_address(car);
+            let Some(j) =
+                crate::cars::pick(bal.policy, &open, &bal.rates, &up, &mut bal.turn, addr)
+            else {
+                continue;
+            };
+            if let Flow::Balanced(c) = &mut self.flows[fi] {
+                if let Some(t) = c.fail_over(j, now, &mut self.net) {
+                    self.net.sched.at(
+                        t,
+                        Event::FlowControl {
+                            flow: fi as u32,
+                            idx: crate::flow::RECONNECTED,
+                        },
+                    );
+                }
+            }
+        }
     }
 
     fn link_step(&mut self, li: usize) {

@@ -157,6 +157,12 @@ pub(crate) struct MptcpFlow {
     // data-level receiver
     rx: DataReceiver,
     rcv_buf_segs: u64,
+    /// Bytes the application has read, when it reads at its own pace (a relay): what was
+    /// delivered in order and not read keeps its room in the receive buffer, so the advertised
+    /// window shrinks by it. None: the application reads everything at once.
+    pub app_read: Option<u64>,
+    /// The right edge of the window the last ACK advertised, in delivered bytes.
+    adv_edge: u64,
     pub completed_at: Option<Time>,
     // scripted control
     pub prio_script: Vec<PrioScript>,
@@ -235,6 +241,8 @@ struct DataReceiver {
     reorder_sum: Time,
     reorder_max: Time,
     reorder_count: u64,
+    /// Segments delivered in order, (DSN, bytes), when a relay reads them.
+    tap: Option<Vec<(u64, u32)>>,
 }
 
 impl DataReceiver {
@@ -270,6 +278,9 @@ impl DataReceiver {
     }
 
     fn deliver(&mut self, len: u32, arrived: Time, now: Time) {
+        if let Some(t) = &mut self.tap {
+            t.push((self.rcv_nxt, len));
+        }
         self.rcv_nxt += 1;
         self.delivered_bytes += len as u64;
         self.bin_bytes += len as u64;
@@ -448,8 +459,11 @@ impl MptcpFlow {
                 reorder_sum: Time::ZERO,
                 reorder_max: Time::ZERO,
                 reorder_count: 0,
+                tap: None,
             },
             rcv_buf_segs,
+            app_read: None,
+            adv_edge: 0,
             completed_at: None,
             prio_script,
             wakes,
@@ -575,9 +589,50 @@ impl MptcpFlow {
     /// buffer (held data lies inside it); autotuned, as Linux `__mptcp_space()`: the window less
     /// the data held out of order, which is charged against the receive buffer.
     fn advertised_window(&self) -> u64 {
-        match &self.drs {
+        let w = match &self.drs {
             Some(d) => d.window.saturating_sub(self.rx.ooo_count * self.mss as u64),
             None => self.rcv_buf_segs * self.mss as u64,
+        };
+        w.saturating_sub(self.unread())
+    }
+
+    /// Delivered in order and not read by the application, bytes.
+    fn unread(&self) -> u64 {
+        self.app_read
+            .map_or(0, |r| self.rx.delivered_bytes.saturating_sub(r))
+    }
+
+    /// What is left of the window the last ACK advertised, bytes (Linux
+    /// `tcp_receive_window()`).
+    pub fn advertised_left(&self) -> u64 {
+        self.adv_edge.saturating_sub(self.rx.delivered_bytes)
+    }
+
+    /// The data-level window the receiver would advertise now, bytes.
+    pub fn receive_window(&self) -> u64 {
+        self.advertised_window()
+    }
+
+    /// Record the segments the data level delivers in order, for [`MptcpFlow::take_delivered`].
+    pub fn tap_deliveries(&mut self) {
+        self.rx.tap = Some(Vec::new());
+    }
+
+    /// The segments delivered in order since the last call, (DSN, bytes).
+    pub fn take_delivered(&mut self, into: &mut Vec<(u64, u32)>) {
+        if let Some(t) = &mut self.rx.tap {
+            into.append(t);
+        }
+    }
+
+    /// A window update (the application read and the window opened): an ACK on every subflow
+    /// still working, so that one lost with a path in an outage does not leave the sender
+    /// waiting for its persist timer.
+    pub fn window_update(&mut self, net: &mut Net) {
+        for j in 0..self.subflows.len() {
+            if !self.subflows[j].failed {
+                self.send_ack(j, net);
+            }
         }
     }
 
@@ -1287,7 +1342,9 @@ impl MptcpFlow {
         let sf = &self.subflows[j];
         let mut ack = sf.receiver.build_ack(sf.ack_route);
         ack.data_ack = self.rx.rcv_nxt;
-        ack.rwnd = Packet::window(self.advertised_window());
+        let w = self.advertised_window();
+        ack.rwnd = Packet::window(w);
+        self.adv_edge = self.rx.delivered_bytes + w;
         ack.size += 8; // DSS option with a data ACK (RFC 8684 3.3)
         net.send(ack);
     }
@@ -1508,6 +1565,7 @@ impl MptcpFlow {
                 b.finish(stop, &ids)
             }),
             udp: None,
+            car: None,
         };
         let mut series = vec![
             Series {

@@ -1,0 +1,729 @@
+//! The train's cars (the PROXY-LB paper, seeds.md §2; docs/models/cars.md): how each car's
+//! passenger traffic reaches its server.
+//!
+//! - **Load balancer** (`[[balancer]]`, what KTX trains run): a car's plain TCP connection is
+//!   given one carrier when it opens, by round robin, least connection, bandwidth or IP hash
+//!   (the policies the paper lists, as OpenWrt mwan3 / Linux IPVS name them). A carrier down for
+//!   the detection delay (mwan3's tracking: `interval` x `down` lost pings) is failed over: its
+//!   cars move to a carrier that is up. With per-carrier masquerading (mwan3) the car's packets
+//!   then carry another source address, the server resets the connection it does not know, and
+//!   the passenger's application opens a new one (one handshake later, from slow start); with
+//!   `failover = "keep-address"` the connection itself moves and recovers by its RTO.
+//! - **MPTCP proxy** (`access` + `proxy` on an mptcp flow, the paper's proposal, as
+//!   railpath-gateway does it): MPTCP from the server to the train's router, the passenger's TCP
+//!   from the router over the in-car link, and the proxy between them reading from one socket
+//!   into a bounded buffer and writing to the other. A full buffer stops the reading: the unread
+//!   data keep their room in the MPTCP receive buffer and the window the server sees shrinks to
+//!   zero (back-pressure, no unbounded queue). Reading again opens it, and the receiver says so
+//!   when the window at least doubled from below half (Linux `tcp_cleanup_rbuf()`, net/ipv4/
+//!   tcp.c). A server without MPTCP answers the MP_CAPABLE SYN without the option and the proxy
+//!   falls back to plain TCP over the first path (RFC 8684 §3.1).
+
+use crate::flow::{App, TcpFlow};
+use crate::mptcp::connection::MptcpFlow;
+use crate::net::Net;
+use crate::results::{CarFailover, CarStats, FlowSummary, ProxyStats, Series};
+use railpath_core::Time;
+use railpath_scenario::{BalancePolicy, Failover};
+use sha2::{Digest, Sha256};
+use std::collections::VecDeque;
+
+/// The endpoint number of a relay's onward leg (the passenger's connection): the server side's
+/// subflows are 0..16.
+pub(crate) const ACCESS_SUB: u16 = 0x8000;
+
+/// The balancer's choice among `links` for a connection: the decision rule of each policy.
+/// `open[k]`: connections open on link k now; `rates[k]`: its configured rate; `up[k]`: whether
+/// the balancer's tracking sees it up; `turn`: the round-robin pointer (advanced on a pick);
+/// `addr`: the car's client address (IP hash). None when no link is up.
+pub fn pick(
+    policy: BalancePolicy,
+    open: &[u32],
+    rates: &[f64],
+    up: &[bool],
+    turn: &mut usize,
+    addr: [u8; 4],
+) -> Option<usize> {
+    let n = up.len();
+    if n == 0 || !up.iter().any(|u| *u) {
+        return None;
+    }
+    // The first link that is up at or after `from`, cyclically.
+    let first_up = |from: usize| (0..n).map(|i| (from + i) % n).find(|&k| up[k]);
+    match policy {
+        BalancePolicy::RoundRobin => {
+            let k = first_up(*turn % n)?;
+            *turn = k + 1;
+            Some(k)
+        }
+        BalancePolicy::LeastConnection => (0..n).filter(|&k| up[k]).min_by_key(|&k| open[k]),
+        BalancePolicy::Bandwidth => (0..n).filter(|&k| up[k]).min_by(|&a, &b| {
+            let load = |k: usize| (open[k] as f64 + 1.0) / rates[k].max(1e-9);
+            load(a).total_cmp(&load(b))
+        }),
+        BalancePolicy::IpHash => first_up(fnv1a32(&addr) as usize % n),
+    }
+}
+
+/// FNV-1a, 32 bits (the hash of the `ip-hash` policy).
+pub fn fnv1a32(bytes: &[u8]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in bytes {
+        h ^= b as u32;
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+/// A load balancer during the run.
+pub(crate) struct BalancerRt {
+    pub id: String,
+    pub policy: BalancePolicy,
+    pub failover: Failover,
+    /// Scenario link index of each of its links.
+    pub links: Vec<usize>,
+    pub rates: Vec<f64>,
+    /// Per link, the times its tracking sees it down: [outage start + detect, outage end).
+    pub down: Vec<Vec<(Time, Time)>>,
+    pub turn: usize,
+    /// Flow indices of its cars, in flow order.
+    pub cars: Vec<usize>,
+}
+
+impl BalancerRt {
+    /// Whether the tracking sees link `k` up at `now`.
+    pub fn up(&self, k: usize, now: Time) -> bool {
+        !self.down[k].iter().any(|&(a, b)| a <= now && now < b)
+    }
+}
+
+/// A car's connection through a load balancer.
+pub(crate) struct BalancedFlow {
+    pub flow: Box<TcpFlow>,
+    pub balancer: usize,
+    /// The car's number among the balancer's cars (its client address for `ip-hash`).
+    pub car: usize,
+    /// The balancer link it is on.
+    pub link: Option<usize>,
+    pub assigned: Option<usize>,
+    /// Per balancer link: the hops of a connection's data and ACK routes, before the sink.
+    pub hops: Vec<(Vec<crate::net::Hop>, Vec<crate::net::Hop>)>,
+    pub scenario_flow: railpath_scenario::Flow,
+    pub tcp: railpath_scenario::TcpConfig,
+    pub seed: u64,
+    pub failovers: Vec<CarFailover>,
+    /// Counters of the connections it replaced: sent, retransmitted, timeouts.
+    prior: (u64, u64, u64),
+    pub link_names: Vec<String>,
+    pub access: Option<String>,
+    pub failover_mode: Failover,
+    pub balancer_id: String,
+}
+
+impl BalancedFlow {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        flow: Box<TcpFlow>,
+        balancer: usize,
+        car: usize,
+        hops: Vec<(Vec<crate::net::Hop>, Vec<crate::net::Hop>)>,
+        scenario_flow: railpath_scenario::Flow,
+        tcp: railpath_scenario::TcpConfig,
+        seed: u64,
+        link_names: Vec<String>,
+        failover_mode: Failover,
+    ) -> BalancedFlow {
+        let access = scenario_flow.access.clone();
+        BalancedFlow {
+            flow,
+            balancer,
+            car,
+            link: None,
+            assigned: None,
+            hops,
+            scenario_flow,
+            tcp,
+            seed,
+            failovers: Vec::new(),
+            prior: (0, 0, 0),
+            link_names,
+            access,
+            failover_mode,
+            balancer_id: String::new(),
+        }
+    }
+
+    /// Routes of the current connection over balancer link `k`.
+    fn route(&self, k: usize, net: &mut Net) -> (u32, u32) {
+        use crate::net::{Endpoint, Hop, Side};
+        let (fwd, rev) = &self.hops[k];
+        let end = |side| {
+            Hop::Sink(Endpoint {
+                flow: self.flow.idx,
+                sub: self.flow.sub,
+                side,
+            })
+        };
+        let mut d = fwd.clone();
+        d.push(end(Side::Receiver));
+        let mut a = rev.clone();
+        a.push(end(Side::Sender));
+        (net.add_route(d), net.add_route(a))
+    }
+
+    /// The connection opens on link `k` (the balancer's pick when the car's flow starts).
+    pub fn assign(&mut self, k: usize, net: &mut Net) {
+        let (d, a) = self.route(k, net);
+        self.flow.sender.route = d;
+        self.flow.ack_route = a;
+        self.link = Some(k);
+        self.assigned = Some(k);
+    }
+
+    /// The balancer moves the car to link `k` at `now`. Returns when the new connection's data
+    /// may start (reconnect: after its handshake), or None when the same connection goes on.
+    pub fn fail_over(&mut self, k: usize, now: Time, net: &mut Net) -> Option<Time> {
+        let from = self.link.map(|j| self.link_names[j].clone());
+        self.failovers.push(CarFailover {
+            t_s: now.secs_f64(),
+            from: from.unwrap_or_default(),
+            to: self.link_names[k].clone(),
+        });
+        self.link = Some(k);
+        match self.failover_mode {
+            Failover::KeepAddress => {
+                let (d, a) = self.route(k, net);
+                self.flow.sender.route = d;
+                self.flow.ack_route = a;
+                None
+            }
+            Failover::Reconnect => {
+                let st = &self.flow.sender.stats;
+                self.prior.0 += st.sent_packets;
+                self.prior.1 += st.retransmitted_packets;
+                self.prior.2 += st.rto_count;
+                let sub = self.flow.sub + 1;
+                let mut fresh = match TcpFlow::new(
+                    self.flow.idx,
+                    &self.scenario_flow,
+                    &self.tcp,
+                    0,
+                    0,
+                    self.seed,
+                    0,
+                ) {
+                    Ok(f) => f,
+                    // The flow was built from the same settings once already.
+                    Err(_) => return None,
+                };
+                fresh.sub = sub;
+                fresh.delivered_bytes = self.flow.delivered_bytes;
+                fresh.series = std::mem::take(&mut self.flow.series);
+                fresh.start = self.flow.start;
+                *self.flow = fresh;
+                let (d, a) = self.route(k, net);
+                self.flow.sender.route = d;
+                self.flow.ack_route = a;
+                // SYN (ACK direction), SYN/ACK (data direction), the request (ACK direction):
+                // the server sends from then on.
+                let one_way = |hops: &[crate::net::Hop]| {
+                    hops.iter()
+                        .map(|h| match h {
+                            crate::net::Hop::Dir(d) => net.dirs[*d as usize].delay(),
+                            _ => Time::ZERO,
+                        })
+                        .fold(Time::ZERO, |a, b| a + b)
+                };
+                let (fwd, rev) = &self.hops[k];
+                let (f, r) = (one_way(fwd), one_way(rev));
+                Some(now + r + f + r)
+            }
+        }
+    }
+}
+
+impl BalancedFlow {
+    pub fn summarize(&self, end: Time) -> (FlowSummary, Vec<Series>) {
+        let balancer = self.balancer_id.as_str();
+        let (mut s, series) = self.flow.summarize(end);
+        s.sent_packets += self.prior.0;
+        s.retransmitted_packets += self.prior.1;
+        s.rto_count += self.prior.2;
+        s.car = Some(CarStats {
+            access: self.access.clone(),
+            balancer: Some(balancer.to_string()),
+            carrier: self.assigned.map(|k| self.link_names[k].clone()),
+            failovers: self.failovers.clone(),
+            proxy: None,
+        });
+        (s, series)
+    }
+}
+
+/// The server's side of a proxied car: MPTCP, or plain TCP after a fallback.
+pub(crate) enum Up {
+    Mptcp(Box<MptcpFlow>),
+    Tcp(Box<TcpFlow>),
+}
+
+/// A car behind the MPTCP proxy: the server's connection to the router (`up`), the router's
+/// relay buffer, the passenger's TCP from the router (`down`).
+pub(crate) struct RelayFlow {
+    pub up: Up,
+    pub down: Box<TcpFlow>,
+    pub access: String,
+    buffer: u64,
+    /// Delivered in order by the server's side, not yet read by the proxy: (segment, bytes).
+    unread: VecDeque<(u64, u32)>,
+    unread_bytes: u64,
+    /// Bytes the proxy has read from the server's side.
+    read_total: u64,
+    /// Bytes read by the proxy that the passenger's connection has not taken yet.
+    held: u64,
+    stats: RelayStats,
+    verify: Option<Box<Verify>>,
+    scratch: Vec<(u64, u32)>,
+}
+
+#[derive(Default)]
+struct RelayStats {
+    max_held: u64,
+    max_unread: u64,
+    window_updates: u64,
+}
+
+/// The payload check: each server segment's bytes are a function of its number; the passenger
+/// hashes what arrives (through the relay's record of which server segment each of its
+/// segments carries) and the server side hashes what it sent, over the same length.
+struct Verify {
+    seed: u64,
+    /// Server segment carried by each passenger segment not yet delivered, from `base`.
+    map: VecDeque<u64>,
+    base: u64,
+    sent: Sha256,
+    sent_next: u64,
+    received: Sha256,
+    buf: Vec<u8>,
+}
+
+impl Verify {
+    /// The payload of server segment `seg`, `len` bytes, into `buf`.
+    fn payload(seed: u64, seg: u64, len: u32, buf: &mut Vec<u8>) {
+        buf.clear();
+        let mut x = seed ^ seg.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        while buf.len() < len as usize {
+            // splitmix64
+            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            buf.extend_from_slice(&z.to_le_bytes());
+        }
+        buf.truncate(len as usize);
+    }
+}
+
+fn hex(d: &[u8]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl RelayFlow {
+    pub fn new(
+        mut up: Up,
+        mut down: Box<TcpFlow>,
+        access: String,
+        buffer: u64,
+        verify: bool,
+        seed: u64,
+    ) -> RelayFlow {
+        match &mut up {
+            Up::Mptcp(m) => {
+                m.tap_deliveries();
+                m.app_read = Some(0);
+            }
+            Up::Tcp(t) => {
+                t.tap = Some(Vec::new());
+                t.app_read = Some(0);
+            }
+        }
+        down.app = App::fed(down.app.mss);
+        down.sub = ACCESS_SUB;
+        if verify {
+            down.tap = Some(Vec::new());
+        }
+        RelayFlow {
+            up,
+            down,
+            access,
+            buffer,
+            unread: VecDeque::new(),
+            unread_bytes: 0,
+            read_total: 0,
+            held: 0,
+            stats: RelayStats::default(),
+            verify: verify.then(|| {
+                Box::new(Verify {
+                    seed,
+                    map: VecDeque::new(),
+                    base: 0,
+                    sent: Sha256::new(),
+                    sent_next: 0,
+                    received: Sha256::new(),
+                    buf: Vec::with_capacity(2048),
+                })
+            }),
+            scratch: Vec::new(),
+        }
+    }
+
+    pub fn start(&mut self, net: &mut Net) {
+        self.down.start(net);
+        match &mut self.up {
+            Up::Mptcp(m) => m.start(net),
+            Up::Tcp(t) => t.start(net),
+        }
+    }
+
+    pub fn on_packet(
+        &mut self,
+        sub: u16,
+        side: crate::net::Side,
+        p: &crate::net::packet::Packet,
+        net: &mut Net,
+    ) {
+        if sub == ACCESS_SUB {
+            self.down.on_packet(sub, side, p, net);
+            self.after_down(net);
+        } else {
+            match &mut self.up {
+                Up::Mptcp(m) => m.on_packet(sub, side, p, net),
+                Up::Tcp(t) => t.on_packet(sub, side, p, net),
+            }
+            self.after_up(net);
+        }
+    }
+
+    pub fn on_timer(&mut self, sub: u16, side: u8, net: &mut Net) {
+        if sub == ACCESS_SUB {
+            self.down.on_timer(sub, side, net);
+            self.after_down(net);
+        } else {
+            match &mut self.up {
+                Up::Mptcp(m) => m.on_timer(sub, side, net),
+                Up::Tcp(t) => t.on_timer(sub, side, net),
+            }
+            self.after_up(net);
+        }
+    }
+
+    pub fn control(&mut self, idx: u32, net: &mut Net) {
+        match &mut self.up {
+            Up::Mptcp(m) => m.control(idx, net),
+            Up::Tcp(t) => t.control(idx, net),
+        }
+        self.after_up(net);
+    }
+
+    /// What the server's side delivered joins the unread data; the proxy reads.
+    fn after_up(&mut self, net: &mut Net) {
+        self.scratch.clear();
+        match &mut self.up {
+            Up::Mptcp(m) => m.take_delivered(&mut self.scratch),
+            Up::Tcp(t) => {
+                if let Some(tap) = &mut t.tap {
+                    self.scratch.append(tap);
+                }
+            }
+        }
+        for &(seg, len) in &self.scratch {
+            self.unread.push_back((seg, len));
+            self.unread_bytes += len as u64;
+        }
+        self.stats.max_unread = self.stats.max_unread.max(self.unread_bytes);
+        self.read(net);
+    }
+
+    /// The passenger's side moved: its deliveries are checked, and the proxy reads again if
+    /// its buffer drained.
+    fn after_down(&mut self, net: &mut Net) {
+        if let Some(v) = self.verify.as_mut() {
+            if let Some(tap) = &mut self.down.tap {
+                for (dseg, len) in tap.drain(..) {
+                    // Delivered in order: dseg is the next one the map holds.
+                    let useg = if dseg == v.base {
+                        v.base += 1;
+                        v.map.pop_front()
+                    } else {
+                        None
+                    };
+                    let useg = useg.unwrap_or(u64::MAX);
+                    Verify::payload(v.seed, useg, len, &mut v.buf);
+                    v.received.update(&v.buf);
+                    let slen = match &self.up {
+                        Up::Mptcp(m) => m.app.len_of(v.sent_next),
+                        Up::Tcp(t) => t.app.len_of(v.sent_next),
+                    };
+                    Verify::payload(v.seed, v.sent_next, slen, &mut v.buf);
+                    v.sent.update(&v.buf);
+                    v.sent_next += 1;
+                }
+            }
+        }
+        self.read(net);
+    }
+
+    fn up_window(&self) -> u64 {
+        match &self.up {
+            Up::Mptcp(m) => m.receive_window(),
+            Up::Tcp(t) => t.receive_window(),
+        }
+    }
+
+    /// The proxy reads from the server's side into its buffer while the buffer has room, and
+    /// the passenger's connection takes what its windows allow; until neither moves.
+    fn read(&mut self, net: &mut Net) {
+        let clamp = self.up_window() + self.unread_bytes;
+        let mut read_any = false;
+        loop {
+            self.held = self.down_fed();
+            let mut moved = false;
+            while let Some(&(seg, len)) = self.unread.front() {
+                if self.held + len as u64 > self.buffer {
+                    break;
+                }
+                self.unread.pop_front();
+                self.unread_bytes -= len as u64;
+                self.read_total += len as u64;
+                self.held += len as u64;
+                self.down.app.feed(len);
+                if let Some(v) = self.verify.as_mut() {
+                    v.map.push_back(seg);
+                }
+                moved = true;
+            }
+            self.stats.max_held = self.stats.max_held.max(self.held);
+            if !moved {
+                break;
+            }
+            read_any = true;
+            self.down.push(net);
+        }
+        match &mut self.up {
+            Up::Mptcp(m) => m.app_read = Some(self.read_total),
+            Up::Tcp(t) => t.app_read = Some(self.read_total),
+        }
+        // Linux tcp_cleanup_rbuf(): after a read, a window update when what is left of the
+        // window last advertised is at most half the buffer and the window now is at least
+        // twice that.
+        let left = match &self.up {
+            Up::Mptcp(m) => m.advertised_left(),
+            Up::Tcp(t) => t.advertised_left(),
+        };
+        let now = self.up_window();
+        if read_any && left * 2 <= clamp && now > 0 && now >= 2 * left {
+            self.stats.window_updates += 1;
+            match &mut self.up {
+                Up::Mptcp(m) => m.window_update(net),
+                Up::Tcp(t) => t.emit_ack(net),
+            }
+        }
+    }
+
+    fn down_fed(&self) -> u64 {
+        self.down.app.fed_bytes
+    }
+
+    pub fn sample(&mut self, width: Time) {
+        self.down.sample(width);
+        match &mut self.up {
+            Up::Mptcp(m) => m.sample(width),
+            Up::Tcp(t) => t.sample(width),
+        }
+    }
+
+    /// The server side's summary and series (its subflows, its congestion windows), with the
+    /// flow's goodput the passenger's: what arrived at the car.
+    pub fn summarize(&self, end: Time) -> (FlowSummary, Vec<Series>) {
+        let (mut s, mut series) = match &self.up {
+            Up::Mptcp(m) => m.summarize(end),
+            Up::Tcp(t) => t.summarize(end),
+        };
+        let (d, dseries) = self.down.summarize(end);
+        let server_goodput = s.goodput_bps;
+        s.goodput_bps = d.goodput_bps;
+        s.delivered_bytes = d.delivered_bytes;
+        s.fct_s = d.fct_s;
+        for x in series.iter_mut() {
+            if x.subflow.is_empty() && x.metric == "goodput_bps" {
+                if let Some(g) = dseries.iter().find(|y| y.metric == "goodput_bps") {
+                    x.values = g.values.clone();
+                }
+            }
+        }
+        let fallback = matches!(self.up, Up::Tcp(_));
+        let (sent, received) = match &self.verify {
+            Some(v) => (
+                Some(hex(&v.sent.clone().finalize())),
+                Some(hex(&v.received.clone().finalize())),
+            ),
+            None => (None, None),
+        };
+        s.car = Some(CarStats {
+            access: Some(self.access.clone()),
+            balancer: None,
+            carrier: None,
+            failovers: Vec::new(),
+            proxy: Some(ProxyStats {
+                fallback,
+                buffer_bytes: self.buffer,
+                max_buffered_bytes: self.stats.max_held,
+                max_unread_bytes: self.stats.max_unread,
+                window_updates: self.stats.window_updates,
+                server_goodput_bps: server_goodput,
+                access_srtt_ms: d.srtt_ms,
+                access_retransmitted_packets: d.retransmitted_packets,
+                sha256_sent: sent,
+                sha256_received: received,
+            }),
+        });
+        (s, series)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use BalancePolicy::*;
+
+    #[test]
+    fn round_robin_takes_the_links_in_turn_and_skips_a_down_one() {
+        let (open, rates) = ([0, 0], [40.0, 30.0]);
+        let mut turn = 0;
+        let picks: Vec<_> = (0..5)
+            .map(|_| pick(RoundRobin, &open, &rates, &[true, true], &mut turn, [0; 4]).unwrap())
+            .collect();
+        assert_eq!(picks, vec![0, 1, 0, 1, 0]);
+        // Link 1 down: the turn (now at 1) moves on to link 0.
+        assert_eq!(
+            pick(RoundRobin, &open, &rates, &[true, false], &mut turn, [0; 4]),
+            Some(0)
+        );
+        assert_eq!(
+            pick(
+                RoundRobin,
+                &open,
+                &rates,
+                &[false, false],
+                &mut turn,
+                [0; 4]
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn least_connection_and_bandwidth() {
+        let mut t = 0;
+        // Fewest open; a tie goes to the first listed.
+        assert_eq!(
+            pick(
+                LeastConnection,
+                &[2, 1, 1],
+                &[1.0; 3],
+                &[true; 3],
+                &mut t,
+                [0; 4]
+            ),
+            Some(1)
+        );
+        assert_eq!(
+            pick(
+                LeastConnection,
+                &[2, 1, 1],
+                &[1.0; 3],
+                &[true, false, true],
+                &mut t,
+                [0; 4]
+            ),
+            Some(2)
+        );
+        // Bandwidth, 40 and 30 Mbit/s, five cars one after another:
+        // 1/40 < 1/30 -> A; 2/40 = .05 > 1/30 -> B; 2/40 = .05 < 2/30 -> A;
+        // 3/40 = .075 > 2/30 = .067 -> B; 3/40 = .075 < 3/30 -> A.
+        let mut open = [0u32, 0];
+        let mut got = Vec::new();
+        for _ in 0..5 {
+            let k = pick(
+                Bandwidth,
+                &open,
+                &[40.0, 30.0],
+                &[true, true],
+                &mut t,
+                [0; 4],
+            )
+            .unwrap();
+            open[k] += 1;
+            got.push(k);
+        }
+        assert_eq!(got, vec![0, 1, 0, 1, 0]);
+        // 100 vs 10 Mbit/s: the first 9 go to the fast link ((9+1)/100 = 0.1 = (0+1)/10 ties
+        // to the first listed, so the tenth too), the eleventh to the slow one.
+        let mut open = [0u32, 0];
+        for _ in 0..10 {
+            let k = pick(
+                Bandwidth,
+                &open,
+                &[100.0, 10.0],
+                &[true, true],
+                &mut t,
+                [0; 4],
+            )
+            .unwrap();
+            open[k] += 1;
+        }
+        assert_eq!(open, [10, 0]);
+        assert_eq!(
+            pick(
+                Bandwidth,
+                &open,
+                &[100.0, 10.0],
+                &[true, true],
+                &mut t,
+                [0; 4]
+            ),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn ip_hash_is_fnv1a_of_the_address() {
+        // FNV-1a 32 test vectors (Fowler/Noll/Vo reference): "" and "a".
+        assert_eq!(fnv1a32(b""), 0x811c_9dc5);
+        assert_eq!(fnv1a32(b"a"), 0xe40c_292c);
+        // python3: h=0x811c9dc5; for b in (10,99,0,2): h=((h^b)*0x01000193)&0xffffffff
+        let h = fnv1a32(&[10, 99, 0, 2]);
+        let mut x: u64 = 0x811c_9dc5;
+        for b in [10u64, 99, 0, 2] {
+            x = ((x ^ b) * 0x0100_0193) & 0xffff_ffff;
+        }
+        assert_eq!(h as u64, x);
+        let mut t = 0;
+        let k = pick(
+            IpHash,
+            &[0, 0],
+            &[1.0, 1.0],
+            &[true, true],
+            &mut t,
+            [10, 99, 0, 2],
+        )
+        .unwrap();
+        assert_eq!(k, h as usize % 2);
+        // Its link down: the next one up.
+        let down = [k == 1, k == 0];
+        assert_eq!(
+            pick(IpHash, &[0, 0], &[1.0, 1.0], &down, &mut t, [10, 99, 0, 2]),
+            Some(1 - k)
+        );
+    }
+}
