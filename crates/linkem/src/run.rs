@@ -166,6 +166,24 @@ fn check_supported(s: &Scenario) -> Result<(), ScenarioError> {
         if f.kind == FlowKind::Udp {
             return Err(udp_unsupported(s, &f.id));
         }
+        if f.access.is_some() {
+            return Err(ScenarioError::new(
+                &s.source,
+                format!("flow \"{}\".access", f.id),
+                "a car (a flow with access) runs on the cars testbed (the router's proxy or load balancer; `railpath testbed run` dispatches it there), not here",
+            ));
+        }
+        if let Some(b) = f
+            .paths
+            .iter()
+            .find(|p| s.balancers.iter().any(|b| &b.id == *p))
+        {
+            return Err(ScenarioError::new(
+                &s.source,
+                format!("flow \"{}\".paths", f.id),
+                format!("{b:?} is a balancer: a flow through it is a car, give it access = \"<in-car link>\""),
+            ));
+        }
         if f.mechanisms.iter().any(|m| m == "bloat-monitor") {
             return Err(ScenarioError::new(
                 &s.source,
