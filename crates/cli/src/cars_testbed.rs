@@ -277,7 +277,7 @@ fn plan(s: &Scenario) -> Result<(Vec<Car>, Vec<String>), CliError> {
                 }
                 match &mptcp_paths {
                     None => mptcp_paths = Some((&f.id, p)),
-                    Some((other, q)) if *q != p || s.flows.iter().find(|g| g.id == *other).map(|g| &g.paths[0]) != Some(&f.paths[0]) => {
+                    Some((other, q)) if *q != p || s.flows.iter().find(|g| g.id == *other).and_then(|g| g.paths.first()) != f.paths.first() => {
                         return Err(input(
                             s,
                             key("paths"),
@@ -532,7 +532,11 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
     if let Some(c) = proxied.first() {
         let f = &s.flows[c.i];
         // The first path carries the initial subflow: the router's default route.
-        let first = tb.link_dev(&f.paths[0]).map_err(tb_err)?;
+        let first = f
+            .paths
+            .first()
+            .ok_or_else(|| input(s, format!("flow \"{}\".paths", f.id), "expected a carrier"))?;
+        let first = tb.link_dev(first).map_err(tb_err)?;
         tb.exec(&rtr, "ip", &["route", "replace", "default", "dev", &first])
             .map_err(tb_err)?;
         for l in &carrier_ids {
@@ -608,6 +612,8 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
         listeners.push(l);
     }
     let stop = Arc::new(AtomicBool::new(false));
+    // The echo responder stops when this run ends, also on an early error.
+    let _stop_guard = StopOnDrop(stop.clone());
     let echo = if runs.is_empty() {
         None
     } else {
@@ -688,6 +694,12 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
     }
     let transports = proxies.stop();
     let report = tb.finish().map_err(tb_err)?;
+    if railpath_linkem::run::interrupted() {
+        return Err(CliError::Failed(format!(
+            "testbed: {}",
+            TestbedError::Interrupted
+        )));
+    }
     let initial = runs;
     let bin_s = s.run.bin_ms / 1000.0;
     let mut flows = Vec::new();
@@ -855,6 +867,20 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
     })
 }
 
+/// Until `deadline`, unless the run was interrupted (Ctrl-C: `railpath_linkem::run::interrupt`).
+fn live(deadline: Instant) -> bool {
+    Instant::now() < deadline && !railpath_linkem::run::interrupted()
+}
+
+/// Sets its flag when dropped.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
 /// One line: what ran for each car, the failovers, what the kernel did differently.
 pub fn note_line(r: &CarsRecord) -> String {
     let mut parts: Vec<String> = r
@@ -927,7 +953,8 @@ impl Tracker {
             .fold(PROBE_MS, f64::min)
             .max(10.0);
         let every = Duration::from_secs_f64(shortest / 1000.0);
-        let mut last = vec![self.origin; socks.len()];
+        // A carrier is up until it has missed replies for detect_ms from the first probe.
+        let mut last = vec![Instant::now(); socks.len()];
         let mut was_up: Vec<Vec<bool>> = self
             .runs
             .iter()
@@ -938,7 +965,7 @@ impl Tracker {
         let mut seq: u64 = 0;
         let mut buf = [0u8; 64];
         let mut next = Instant::now();
-        while Instant::now() < self.deadline {
+        while live(self.deadline) {
             for s in &socks {
                 let _ = s.send(&seq.to_be_bytes());
             }
@@ -1183,7 +1210,7 @@ fn car_client(
             r.errors.push(e);
         }
     };
-    while Instant::now() < start {
+    while Instant::now() < start && !railpath_linkem::run::interrupted() {
         std::thread::sleep((start - Instant::now()).min(Duration::from_millis(20)));
     }
     let to = SockAddr::from(SocketAddrV4::new(
@@ -1191,7 +1218,7 @@ fn car_client(
         port,
     ));
     let mut buf = vec![0u8; 256 * 1024];
-    while Instant::now() < deadline {
+    while live(deadline) {
         let c = match Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)) {
             Ok(c) => c,
             Err(e) => {
@@ -1216,7 +1243,7 @@ fn car_client(
         }
         r.connects_s.push(t);
         let _ = c.set_read_timeout(Some(Duration::from_millis(20)));
-        while Instant::now() < deadline {
+        while live(deadline) {
             match (&c).read(&mut buf) {
                 Ok(0) => {
                     err(
@@ -1255,14 +1282,14 @@ fn car_client(
 /// deadline.
 fn serve(port: u16, l: Socket, deadline: Instant) {
     std::thread::scope(|sc| {
-        while Instant::now() < deadline {
+        while live(deadline) {
             match l.accept() {
                 Ok((conn, _)) => {
                     sc.spawn(move || {
                         let _ = conn.set_nonblocking(false);
                         let _ = conn.set_write_timeout(Some(Duration::from_millis(50)));
                         let buf = vec![0u8; 64 * 1024];
-                        while Instant::now() < deadline {
+                        while live(deadline) {
                             match (&conn).write(&buf) {
                                 Ok(_) => {}
                                 Err(e)

@@ -53,7 +53,8 @@ pub fn install_interrupt_handler() {
     }
 }
 
-fn interrupted() -> bool {
+/// Whether [`interrupt`] was called (a run in progress should end and tear down).
+pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
