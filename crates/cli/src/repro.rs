@@ -42,11 +42,21 @@ pub struct Args {
     pub testbed_cars: Option<usize>,
 }
 
-/// [`railpath_repro::KernelRun`] on this machine's testbed.
+/// [`railpath_repro::KernelRun`] on this machine's testbed. A scenario of cars (a flow with
+/// `access`: the PROXY-LB paper) runs through the router's proxy or load balancer
+/// (`crate::cars_testbed`); any other through `crate::phad_testbed` (PHA-D when asked).
 fn kernel_run(
     s: &railpath_scenario::Scenario,
     work: &std::path::Path,
 ) -> Result<railpath_repro::KernelResult, String> {
+    if crate::cars_testbed::has_cars(s) {
+        let r = crate::cars_testbed::run(s, work).map_err(|e| e.to_string())?;
+        crate::run::write_outputs(work, &r.results).map_err(|e| e.to_string())?;
+        return Ok(railpath_repro::KernelResult {
+            results: r.results,
+            note: r.note,
+        });
+    }
     let (results, _, flips) =
         crate::phad_testbed::run(s, &work.join("phad")).map_err(|e| e.to_string())?;
     // The run's summary.json and timeseries.csv, as `railpath testbed run` writes them.

@@ -169,7 +169,15 @@ fn run(args: RunArgs) -> Result<(), CliError> {
     railpath_linkem::run::install_interrupt_handler();
     // A flow with mechanisms = ["pha-d"] runs with railpath-gateway's controller in the router
     // namespace (its table, feed and configuration under DIR/phad/).
-    let (results, report, flips) = crate::phad_testbed::run(&scenario, &out.join("phad"))?;
+    // Cars (flows with `access`) run through the router's proxy or load balancer; the record
+    // of what ran (assignments, failovers) is DIR/cars.json.
+    let (results, report, flips, cars) = if crate::cars_testbed::has_cars(&scenario) {
+        let r = crate::cars_testbed::run(&scenario, &out)?;
+        (r.results, r.report, Vec::new(), Some((r.record, r.note)))
+    } else {
+        let (results, report, flips) = crate::phad_testbed::run(&scenario, &out.join("phad"))?;
+        (results, report, flips, None)
+    };
     crate::run::write_outputs(&out, &results)?;
     let io = |what: &str, p: &Path, e: std::io::Error| {
         CliError::Failed(format!("cannot {what} {}: {e}", p.display()))
@@ -178,14 +186,20 @@ fn run(args: RunArgs) -> Result<(), CliError> {
     if !flips.is_empty() {
         report_json["phad_flips"] = serde_json::json!(flips);
     }
+    if let Some((record, _)) = &cars {
+        report_json["cars"] = serde_json::json!(record);
+    }
     let mut json = serde_json::to_string_pretty(&report_json)
         .map_err(|e| CliError::Failed(format!("cannot serialise the emulator report: {e}")))?;
     json.push('\n');
     let p = out.join("testbed.json");
     std::fs::write(&p, json).map_err(|e| io("write", &p, e))?;
     print_stdout(&format!(
-        "{}{} packets through the emulator in {:.1} s wall; results in {}\n",
+        "{}{}{} packets through the emulator in {:.1} s wall; results in {}\n",
         flow_table(&results.summary),
+        cars.as_ref()
+            .map(|(_, n)| format!("cars: {n}\n"))
+            .unwrap_or_default(),
         results.summary.events,
         results.summary.wall_s,
         out.display()

@@ -2,7 +2,10 @@
 //! the reverse (ACK) direction follow the scenario schema (`crates/scenario`): reverse rate =
 //! data rate (100 Mbit/s when the data direction is a trace), reverse delay = `delay_ms`, reverse
 //! buffer = the data buffer; `schedule` steps change the data direction only; `outages` cut both
-//! directions (a handover interrupts the radio both ways). A link with `carrier = "<id>"` follows
+//! directions (a handover interrupts the radio both ways). A link's `delay_range` and periodic
+//! outages (`outages[].every_s`) come from the scenario crate's `Link::schedule_steps`,
+//! `Link::outage_list` and `Link::initial_delay_ms`, the same draws and repeats the simulator
+//! uses. A link with `carrier = "<id>"` follows
 //! the radio model's timeline of that carrier (`railpath_radio::carrier_timelines`, the same the
 //! simulator uses): its rate steps, extra delay/loss and handover interruptions.
 
@@ -92,9 +95,10 @@ impl LinkConfig {
                 Service::Trace(_) => Service::Rate((DEFAULT_TRACE_REVERSE_RATE_MBPS * 1e6) as u64),
             },
         };
+        let end_s = s.run.duration_s;
         let data = DirConfig {
             service: data_service,
-            delay: ms(file, &k("delay_ms"), l.delay_ms)?,
+            delay: ms(file, &k("delay_ms"), l.initial_delay_ms(s.run.seed, end_s))?,
             loss: l.loss,
             buffer,
             outage_mode: l.outage_mode,
@@ -110,7 +114,8 @@ impl LinkConfig {
             buffer: l.reverse_buffer(),
             outage_mode: l.outage_mode,
         };
-        let mut steps = Vec::new();
+        // The schedule as written is checked key by key; the steps run are those of
+        // `schedule_steps` (the schedule with the `delay_range` draws merged in).
         for (j, st) in l.schedule.iter().enumerate() {
             let sk = |f: &str| format!("link[{i}].schedule[{j}].{f}");
             if !(st.t_s.is_finite() && st.t_s >= 0.0) {
@@ -120,29 +125,36 @@ impl LinkConfig {
                     format!("expected seconds >= 0, found {}", st.t_s),
                 ));
             }
-            let rate_bps = st
-                .rate_mbps
-                .map(|r| mbps_to_bps(file, &sk("rate_mbps"), r))
-                .transpose()?;
-            if rate_bps.is_some() && l.trace.is_some() {
-                return Err(ScenarioError::new(
-                    file,
-                    sk("rate_mbps"),
-                    "a traced link has no rate to change",
-                ));
+            if let Some(r) = st.rate_mbps {
+                mbps_to_bps(file, &sk("rate_mbps"), r)?;
+                if l.trace.is_some() {
+                    return Err(ScenarioError::new(
+                        file,
+                        sk("rate_mbps"),
+                        "a traced link has no rate to change",
+                    ));
+                }
             }
+            if let Some(d) = st.delay_ms {
+                ms(file, &sk("delay_ms"), d)?;
+            }
+        }
+        let mut steps = Vec::new();
+        for st in l.schedule_steps(s.run.seed, end_s) {
             steps.push(Step {
                 t: Time::from_secs_f64(st.t_s),
-                rate_bps,
+                rate_bps: st
+                    .rate_mbps
+                    .map(|r| mbps_to_bps(file, &k("schedule"), r))
+                    .transpose()?,
                 delay: st
                     .delay_ms
-                    .map(|d| ms(file, &sk("delay_ms"), d))
+                    .map(|d| ms(file, &k("delay_range"), d))
                     .transpose()?,
                 loss: st.loss,
             });
         }
         steps.sort_by_key(|s| s.t);
-        let mut outages = Vec::new();
         for (j, o) in l.outages.iter().enumerate() {
             if !(o.start_s.is_finite() && o.start_s >= 0.0) {
                 return Err(ScenarioError::new(
@@ -151,13 +163,22 @@ impl LinkConfig {
                     format!("expected seconds >= 0, found {}", o.start_s),
                 ));
             }
-            let d = ms(
+            ms(
                 file,
                 &format!("link[{i}].outages[{j}].duration_ms"),
                 o.duration_ms,
             )?;
-            outages.push((Time::from_secs_f64(o.start_s), d));
         }
+        let outages = l
+            .outage_list(end_s)
+            .iter()
+            .map(|o| {
+                (
+                    Time::from_secs_f64(o.start_s),
+                    Time::from_ms_f64(o.duration_ms),
+                )
+            })
+            .collect();
         Ok(LinkConfig {
             id: l.id.clone(),
             data,
@@ -358,6 +379,37 @@ outage_mode = "drop"
         assert_eq!(l[1].reverse.delay, Time::from_ms(20));
         assert_eq!(l[1].reverse.buffer, Buffer::Packets(7));
         assert_eq!(l[1].reverse.outage_mode, OutageMode::Drop);
+    }
+
+    #[test]
+    fn delay_range_and_periodic_outages_as_the_scenario_crate_draws_them() {
+        let s = parse_str(
+            "[run]\nduration_s = 50\nseed = 4\n[[link]]\nid = \"a\"\nrate_mbps = 40\n\
+             delay_range = { min_ms = 45, max_ms = 75 }\nreverse_delay_ms = 1\n\
+             outages = [{ start_s = 24, duration_ms = 1000, every_s = 24 }]\n",
+            "t.toml",
+        )
+        .unwrap();
+        let l = LinkConfig::all_from_scenario(&s).unwrap().remove(0);
+        let want = s.links[0].schedule_steps(4, 50.0);
+        assert_eq!(l.steps.len(), 50);
+        assert_eq!(l.steps.len(), want.len());
+        for (a, b) in l.steps.iter().zip(&want) {
+            assert_eq!(a.t, Time::from_secs_f64(b.t_s));
+            assert_eq!(a.delay, Some(Time::from_ms_f64(b.delay_ms.unwrap())));
+        }
+        assert_eq!(
+            l.data.delay,
+            Time::from_ms_f64(s.links[0].initial_delay_ms(4, 50.0))
+        );
+        assert_eq!(l.reverse.delay, Time::from_ms(1));
+        assert_eq!(
+            l.outages,
+            vec![
+                (Time::from_secs(24), Time::from_ms(1000)),
+                (Time::from_secs(48), Time::from_ms(1000))
+            ]
+        );
     }
 
     #[test]

@@ -188,6 +188,8 @@ pub struct LinkDir<P> {
     opp_idx: usize,
     opp_base: Time,
     line: BinaryHeap<InFlight<P>>,
+    /// Delivery time of the last packet put on the delay line (FIFO across delay steps).
+    last_at: Time,
     seq: u64,
     clock: Time,
     stats: DirStats,
@@ -224,6 +226,7 @@ impl<P> LinkDir<P> {
             opp_idx: 0,
             opp_base: Time::ZERO,
             line: BinaryHeap::new(),
+            last_at: Time::ZERO,
             seq: 0,
             clock: Time::ZERO,
             stats: DirStats::default(),
@@ -515,8 +518,12 @@ impl<P> LinkDir<P> {
             self.stats.forwarded_packets += 1;
             self.stats.forwarded_bytes += q.bytes as u64;
             self.seq += 1;
+            // First in, first out: after a delay step down, a packet leaves no earlier than the
+            // one before it (a shaper's queue, not netem's reordering jitter).
+            let at = (t + self.delay).max(self.last_at);
+            self.last_at = at;
             self.line.push(InFlight {
-                at: t + self.delay,
+                at,
                 seq: self.seq,
                 packet: q.packet,
             });
@@ -718,6 +725,23 @@ mod tests {
         let v = drive(&mut l, &arr, Time::from_secs(1));
         assert!(deliveries(&v).is_empty());
         assert_eq!(l.stats().random_losses, 50);
+    }
+
+    #[test]
+    fn a_delay_step_down_never_reorders() {
+        // 12 Mbit/s: 1 ms per 1500-byte packet; 50 ms delay, then 5 ms from t = 10 ms.
+        let mut l = LinkDir::new(cfg(12, 50, Buffer::Packets(10)), Rng::from_seed(1));
+        l.add_step(Step {
+            t: Time::from_ms(10),
+            rate_bps: None,
+            delay: Some(Time::from_ms(5)),
+            loss: None,
+        });
+        let arr = [(Time::from_ms(8), 1500, 1), (Time::from_ms(20), 1500, 2)];
+        let v = drive(&mut l, &arr, Time::from_secs(1));
+        // Packet 1 leaves the bottleneck at 9 ms (delivered at 59 ms); packet 2 at 21 ms would
+        // arrive at 26 ms, ahead of packet 1: it waits for it, first in first out.
+        assert_eq!(deliveries(&v), vec![(59_000_000, 1), (59_000_000, 2)]);
     }
 
     #[test]

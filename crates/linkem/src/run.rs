@@ -53,7 +53,8 @@ pub fn install_interrupt_handler() {
     }
 }
 
-fn interrupted() -> bool {
+/// Whether [`interrupt`] was called (a run in progress should end and tear down).
+pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
@@ -165,6 +166,24 @@ fn check_supported(s: &Scenario) -> Result<(), ScenarioError> {
     for (i, f) in s.flows.iter().enumerate() {
         if f.kind == FlowKind::Udp {
             return Err(udp_unsupported(s, &f.id));
+        }
+        if f.access.is_some() {
+            return Err(ScenarioError::new(
+                &s.source,
+                format!("flow \"{}\".access", f.id),
+                "a car (a flow with access) runs on the cars testbed (the router's proxy or load balancer; `railpath testbed run` dispatches it there), not here",
+            ));
+        }
+        if let Some(b) = f
+            .paths
+            .iter()
+            .find(|p| s.balancers.iter().any(|b| &b.id == *p))
+        {
+            return Err(ScenarioError::new(
+                &s.source,
+                format!("flow \"{}\".paths", f.id),
+                format!("{b:?} is a balancer: a flow through it is a car, give it access = \"<in-car link>\""),
+            ));
         }
         if f.mechanisms.iter().any(|m| m == "bloat-monitor") {
             return Err(ScenarioError::new(
@@ -910,7 +929,7 @@ fn fit(mut v: Vec<f64>, n: usize, fill: f64) -> Vec<f64> {
 }
 
 /// Mean goodput over 1 s windows centred on each outage start of `links` (bins fully inside).
-fn around_outages(goodput: &[f64], bin_s: f64, starts: &[f64]) -> Option<f64> {
+pub fn around_outages(goodput: &[f64], bin_s: f64, starts: &[f64]) -> Option<f64> {
     let vals: Vec<f64> = starts
         .iter()
         .filter_map(|&t| {
@@ -1043,38 +1062,8 @@ fn assemble(
             }
         }
     }
-    let links: Vec<LinkSummary> = rep
-        .links
-        .iter()
-        .map(|l| {
-            let d = &l.data;
-            LinkSummary {
-                id: l.id.clone(),
-                forwarded_packets: d.forwarded_packets,
-                dropped_packets: d.dropped_packets(),
-                random_losses: d.random_losses,
-                queue_bytes: avg_max(&l.queue_bytes[..l.queue_bytes.len().min(nbins)]),
-                queue_delay_ms: AvgMax {
-                    avg: if d.served_packets == 0 {
-                        0.0
-                    } else {
-                        d.queue_delay_sum_ns as f64 / d.served_packets as f64 / 1e6
-                    },
-                    max: d.queue_delay_max_ns as f64 / 1e6,
-                },
-                outages: l.outages.iter().map(Into::into).collect(),
-            }
-        })
-        .collect();
-    // Link series as the simulator writes them: flow "", subflow = link id.
-    for l in &rep.links {
-        series.push(Series {
-            flow: String::new(),
-            subflow: l.id.clone(),
-            metric: "queue_bytes",
-            values: fit(l.queue_bytes.clone(), nbins, 0.0),
-        });
-    }
+    let links = link_summaries(rep, nbins);
+    series.extend(link_series(rep, nbins));
     let events = rep
         .links
         .iter()
@@ -1098,6 +1087,46 @@ fn assemble(
         bin_s,
         series,
     }
+}
+
+/// The emulator's per-link summaries, as the simulator's `summary.json` has them.
+pub fn link_summaries(rep: &EmuReport, nbins: usize) -> Vec<LinkSummary> {
+    rep.links
+        .iter()
+        .map(|l| {
+            let d = &l.data;
+            LinkSummary {
+                id: l.id.clone(),
+                forwarded_packets: d.forwarded_packets,
+                dropped_packets: d.dropped_packets(),
+                random_losses: d.random_losses,
+                queue_bytes: avg_max(&l.queue_bytes[..l.queue_bytes.len().min(nbins)]),
+                queue_delay_ms: AvgMax {
+                    avg: if d.served_packets == 0 {
+                        0.0
+                    } else {
+                        d.queue_delay_sum_ns as f64 / d.served_packets as f64 / 1e6
+                    },
+                    max: d.queue_delay_max_ns as f64 / 1e6,
+                },
+                outages: l.outages.iter().map(Into::into).collect(),
+            }
+        })
+        .collect()
+}
+
+/// The links' queue series as the simulator writes them: flow "", subflow = link id.
+pub fn link_series(rep: &EmuReport, nbins: usize) -> Vec<Series> {
+    let mut series = Vec::new();
+    for l in &rep.links {
+        series.push(Series {
+            flow: String::new(),
+            subflow: l.id.clone(),
+            metric: "queue_bytes",
+            values: fit(l.queue_bytes.clone(), nbins, 0.0),
+        });
+    }
+    series
 }
 
 #[cfg(test)]

@@ -212,6 +212,83 @@ pub fn car_address(k: usize) -> [u8; 4] {
     [10, 99, (k % 256) as u8, 2]
 }
 
+/// One of a balancer's links as [`assign`] sees it when a connection opens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkLoad {
+    /// The link's rate, Mbit/s (the `bandwidth` policy's weight; a link without a usable rate,
+    /// 0 or not finite, is never picked by `bandwidth`).
+    pub rate_mbps: f64,
+    /// The balancer's connections open on it now.
+    pub open: usize,
+    /// Whether the balancer's tracker sees it up (a link that is down is never picked).
+    pub up: bool,
+}
+
+/// FNV-1a, 32 bits (Fowler, Noll, Vo; offset basis 0x811c9dc5, prime 0x01000193): the `ip-hash`
+/// policy's hash of a car's address.
+pub fn fnv1a32(bytes: &[u8]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in bytes {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+/// The link a load balancer gives a new connection: an index into `links` (the balancer's
+/// `links`, in order), or None when no link is up. `car` is the car (its address is
+/// [`car_address`]`(car)`), `order` the connection's place (0-based) among the connections the
+/// balancer has opened, in the order they opened. The one rule of the simulator and the
+/// testbed (OpenWrt mwan3 and the KORAIL balancer's policies, seeds.md section 2):
+/// - round robin: `links[order mod n]`;
+/// - least connection: the fewest open connections, ties to the first listed;
+/// - bandwidth: the least `(open + 1) / rate_mbps` (the share a new connection would get,
+///   inverted), ties to the first listed;
+/// - ip-hash: `links[fnv1a32(car_address(car)) mod n]`.
+///
+/// Round robin and ip-hash skip a link that is down for the next one up in list order
+/// (cyclically); the other two choose among the links that are up.
+pub fn assign(
+    policy: BalancePolicy,
+    car: usize,
+    order: usize,
+    links: &[LinkLoad],
+) -> Option<usize> {
+    let n = links.len();
+    if n == 0 {
+        return None;
+    }
+    let from = |start: usize| (0..n).map(|j| (start + j) % n).find(|&i| links[i].up);
+    match policy {
+        BalancePolicy::RoundRobin => from(order % n),
+        BalancePolicy::IpHash => from(fnv1a32(&car_address(car)) as usize % n),
+        BalancePolicy::LeastConnection => {
+            let mut best: Option<usize> = None;
+            for (i, l) in links.iter().enumerate().filter(|(_, l)| l.up) {
+                if best.is_none_or(|b| l.open < links[b].open) {
+                    best = Some(i);
+                }
+            }
+            best
+        }
+        BalancePolicy::Bandwidth => {
+            let mut best: Option<usize> = None;
+            let usable = |l: &LinkLoad| l.up && l.rate_mbps.is_finite() && l.rate_mbps > 0.0;
+            for (i, l) in links.iter().enumerate().filter(|(_, l)| usable(l)) {
+                // (open_i + 1) / rate_i < (open_b + 1) / rate_b, without dividing (exact ties).
+                let better = best.is_none_or(|b| {
+                    (l.open as f64 + 1.0) * links[b].rate_mbps
+                        < (links[b].open as f64 + 1.0) * l.rate_mbps
+                });
+                if better {
+                    best = Some(i);
+                }
+            }
+            best
+        }
+    }
+}
+
 /// Default `proxy.buffer_bytes`: railpath-gateway's relay buffer per direction.
 pub const PROXY_DEFAULT_BUFFER_BYTES: u64 = 64 * 1024;
 
@@ -288,6 +365,114 @@ mod tests {
         assert_eq!(s, l.schedule_steps(7, 10.0));
         assert_ne!(s, l.schedule_steps(8, 10.0));
         assert_eq!(l.initial_delay_ms(7, 10.0), s[0].delay_ms.unwrap());
+    }
+
+    fn up(rates: &[f64]) -> Vec<LinkLoad> {
+        rates
+            .iter()
+            .map(|&r| LinkLoad {
+                rate_mbps: r,
+                open: 0,
+                up: true,
+            })
+            .collect()
+    }
+
+    /// Cars 0..n connect in order; each keeps its connection open.
+    fn sequence(policy: BalancePolicy, rates: &[f64], cars: usize) -> Vec<usize> {
+        let mut links = up(rates);
+        (0..cars)
+            .map(|k| {
+                let i = assign(policy, k, k, &links).unwrap();
+                links[i].open += 1;
+                i
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fnv1a_of_car_addresses() {
+        // Independent check, Python:
+        // def f(bs):
+        //   h = 0x811c9dc5
+        //   for b in bs: h ^= b; h = (h * 0x01000193) & 0xffffffff
+        //   return h
+        // [hex(f([10, 99, k, 2])) for k in range(5)]
+        // -> 0xcd60b284, 0xf7633339, 0x855bc3fe, 0xa75e381b, 0x656a9c28
+        let want = [
+            0xcd60_b284u32,
+            0xf763_3339,
+            0x855b_c3fe,
+            0xa75e_381b,
+            0x656a_9c28,
+        ];
+        for (k, w) in want.iter().enumerate() {
+            assert_eq!(fnv1a32(&car_address(k)), *w, "car {k}");
+        }
+        // The FNV reference value of the empty input is the offset basis; "a" -> 0xe40c292c.
+        assert_eq!(fnv1a32(b""), 0x811c_9dc5);
+        assert_eq!(fnv1a32(b"a"), 0xe40c_292c);
+    }
+
+    #[test]
+    fn round_robin_takes_the_links_in_turn() {
+        let p = BalancePolicy::RoundRobin;
+        assert_eq!(sequence(p, &[40.0, 30.0], 5), vec![0, 1, 0, 1, 0]);
+        assert_eq!(sequence(p, &[1.0, 1.0, 1.0], 4), vec![0, 1, 2, 0]);
+        // A link that is down: the next one up.
+        let mut l = up(&[40.0, 30.0, 20.0]);
+        l[1].up = false;
+        assert_eq!(assign(p, 7, 1, &l), Some(2));
+        l[2].up = false;
+        assert_eq!(assign(p, 7, 1, &l), Some(0));
+        l[0].up = false;
+        assert_eq!(assign(p, 7, 1, &l), None);
+        assert_eq!(assign(p, 0, 0, &[]), None);
+    }
+
+    #[test]
+    fn least_connection_fills_the_emptiest_first_listed_on_ties() {
+        let p = BalancePolicy::LeastConnection;
+        assert_eq!(sequence(p, &[40.0, 30.0], 5), vec![0, 1, 0, 1, 0]);
+        let mut l = up(&[40.0, 30.0, 20.0]);
+        l[0].open = 2;
+        l[1].open = 1;
+        l[2].open = 1;
+        assert_eq!(assign(p, 0, 4, &l), Some(1));
+        l[1].up = false;
+        assert_eq!(assign(p, 0, 4, &l), Some(2));
+    }
+
+    #[test]
+    fn bandwidth_weighs_connections_by_rate() {
+        let p = BalancePolicy::Bandwidth;
+        // 40 and 30 Mbit/s: car 0: 1/40 < 1/30 -> A; car 1: 2/40 > 1/30 -> B; car 2: 2/40 <
+        // 2/30 -> A; car 3: 3/40 > 2/30 -> B; car 4: 3/40 < 3/30 -> A.
+        assert_eq!(sequence(p, &[40.0, 30.0], 5), vec![0, 1, 0, 1, 0]);
+        // 10 and 20: 1/10 > 1/20 -> B; 1/10 = 2/20, a tie -> A; 2/10 > 2/20 -> B;
+        // 2/10 < 3/20? no, 0.2 > 0.15 -> B; then 2/10 = 4/20 tie -> A.
+        assert_eq!(sequence(p, &[10.0, 20.0], 5), vec![1, 0, 1, 1, 0]);
+        // A link without a rate is never picked.
+        let mut l = up(&[0.0, 5.0]);
+        assert_eq!(assign(p, 0, 0, &l), Some(1));
+        l[1].up = false;
+        assert_eq!(assign(p, 0, 0, &l), None);
+    }
+
+    #[test]
+    fn ip_hash_follows_the_cars_address() {
+        let p = BalancePolicy::IpHash;
+        // mod 2 of the hashes above: 0, 1, 0, 1, 0; mod 3: 2, 1, 1, 2, 1.
+        assert_eq!(sequence(p, &[40.0, 30.0], 5), vec![0, 1, 0, 1, 0]);
+        assert_eq!(sequence(p, &[1.0, 1.0, 1.0], 5), vec![2, 1, 1, 2, 1]);
+        // Not the connection order: car 3 gets the same link whenever it connects.
+        let l = up(&[1.0, 1.0, 1.0]);
+        assert_eq!(assign(p, 3, 0, &l), Some(2));
+        assert_eq!(assign(p, 3, 9, &l), Some(2));
+        // Its link down: the next one up (cyclically).
+        let mut l = l;
+        l[2].up = false;
+        assert_eq!(assign(p, 3, 0, &l), Some(0));
     }
 
     #[test]
