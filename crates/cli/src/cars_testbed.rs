@@ -795,6 +795,8 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
             handoffs: None,
             bloat: None,
             udp: None,
+            // Filled in below, once the car's record is known.
+            car: None,
         });
         let mut v = gp;
         v.resize(nbins, 0.0);
@@ -816,6 +818,37 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
                 (format!("balancer {}", run.id), first)
             }
         };
+        let fallback = transports
+            .get(&c.i)
+            .is_some_and(|t| !t.is_empty() && t.iter().all(|x| x == "fallback"));
+        if let Some(last) = flows.last_mut() {
+            last.car = Some(railpath_sim::results::CarStats {
+                access: f.access.clone(),
+                balancer: match &c.via {
+                    Via::Balancer(b) => Some(s.balancers[*b].id.clone()),
+                    Via::Proxy(_) => None,
+                },
+                carrier: carrier.clone(),
+                failovers: record
+                    .failovers
+                    .iter()
+                    .filter(|x| x.car == f.id)
+                    .map(|x| railpath_sim::results::CarFailover {
+                        t_s: x.t_s,
+                        from: x.from.clone(),
+                        to: x.to.clone(),
+                    })
+                    .collect(),
+                proxy: match &c.via {
+                    Via::Proxy(p) => Some(railpath_sim::results::ProxyStats {
+                        fallback,
+                        buffer_bytes: p.buffer_bytes(),
+                        ..Default::default()
+                    }),
+                    Via::Balancer(_) => None,
+                },
+            });
+        }
         record.cars.push(CarRecord {
             id: f.id.clone(),
             via,

@@ -32,49 +32,6 @@ use std::collections::VecDeque;
 /// subflows are 0..16.
 pub(crate) const ACCESS_SUB: u16 = 0x8000;
 
-/// The balancer's choice among `links` for a connection: the decision rule of each policy.
-/// `open[k]`: connections open on link k now; `rates[k]`: its configured rate; `up[k]`: whether
-/// the balancer's tracking sees it up; `turn`: the round-robin pointer (advanced on a pick);
-/// `addr`: the car's client address (IP hash). None when no link is up.
-pub fn pick(
-    policy: BalancePolicy,
-    open: &[u32],
-    rates: &[f64],
-    up: &[bool],
-    turn: &mut usize,
-    addr: [u8; 4],
-) -> Option<usize> {
-    let n = up.len();
-    if n == 0 || !up.iter().any(|u| *u) {
-        return None;
-    }
-    // The first link that is up at or after `from`, cyclically.
-    let first_up = |from: usize| (0..n).map(|i| (from + i) % n).find(|&k| up[k]);
-    match policy {
-        BalancePolicy::RoundRobin => {
-            let k = first_up(*turn % n)?;
-            *turn = k + 1;
-            Some(k)
-        }
-        BalancePolicy::LeastConnection => (0..n).filter(|&k| up[k]).min_by_key(|&k| open[k]),
-        BalancePolicy::Bandwidth => (0..n).filter(|&k| up[k]).min_by(|&a, &b| {
-            let load = |k: usize| (open[k] as f64 + 1.0) / rates[k].max(1e-9);
-            load(a).total_cmp(&load(b))
-        }),
-        BalancePolicy::IpHash => first_up(fnv1a32(&addr) as usize % n),
-    }
-}
-
-/// FNV-1a, 32 bits (the hash of the `ip-hash` policy).
-pub fn fnv1a32(bytes: &[u8]) -> u32 {
-    let mut h: u32 = 0x811c_9dc5;
-    for &b in bytes {
-        h ^= b as u32;
-        h = h.wrapping_mul(0x0100_0193);
-    }
-    h
-}
-
 /// A load balancer during the run.
 pub(crate) struct BalancerRt {
     pub id: String,
@@ -85,7 +42,9 @@ pub(crate) struct BalancerRt {
     pub rates: Vec<f64>,
     /// Per link, the times its tracking sees it down: [outage start + detect, outage end).
     pub down: Vec<Vec<(Time, Time)>>,
-    pub turn: usize,
+    /// Connections it has placed so far (initial assignments and failovers): the round-robin
+    /// position of the next (`railpath_scenario::assign`'s `order`).
+    pub order: usize,
     /// Flow indices of its cars, in flow order.
     pub cars: Vec<usize>,
 }
@@ -101,7 +60,8 @@ impl BalancerRt {
 pub(crate) struct BalancedFlow {
     pub flow: Box<TcpFlow>,
     pub balancer: usize,
-    /// The car's number among the balancer's cars (its client address for `ip-hash`).
+    /// The car's number among the scenario's cars (its client address for `ip-hash`, as the
+    /// testbed numbers its client namespaces).
     pub car: usize,
     /// The balancer link it is on.
     pub link: Option<usize>,
@@ -588,142 +548,5 @@ impl RelayFlow {
             }),
         });
         (s, series)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use BalancePolicy::*;
-
-    #[test]
-    fn round_robin_takes_the_links_in_turn_and_skips_a_down_one() {
-        let (open, rates) = ([0, 0], [40.0, 30.0]);
-        let mut turn = 0;
-        let picks: Vec<_> = (0..5)
-            .map(|_| pick(RoundRobin, &open, &rates, &[true, true], &mut turn, [0; 4]).unwrap())
-            .collect();
-        assert_eq!(picks, vec![0, 1, 0, 1, 0]);
-        // Link 1 down: the turn (now at 1) moves on to link 0.
-        assert_eq!(
-            pick(RoundRobin, &open, &rates, &[true, false], &mut turn, [0; 4]),
-            Some(0)
-        );
-        assert_eq!(
-            pick(
-                RoundRobin,
-                &open,
-                &rates,
-                &[false, false],
-                &mut turn,
-                [0; 4]
-            ),
-            None
-        );
-    }
-
-    #[test]
-    fn least_connection_and_bandwidth() {
-        let mut t = 0;
-        // Fewest open; a tie goes to the first listed.
-        assert_eq!(
-            pick(
-                LeastConnection,
-                &[2, 1, 1],
-                &[1.0; 3],
-                &[true; 3],
-                &mut t,
-                [0; 4]
-            ),
-            Some(1)
-        );
-        assert_eq!(
-            pick(
-                LeastConnection,
-                &[2, 1, 1],
-                &[1.0; 3],
-                &[true, false, true],
-                &mut t,
-                [0; 4]
-            ),
-            Some(2)
-        );
-        // Bandwidth, 40 and 30 Mbit/s, five cars one after another:
-        // 1/40 < 1/30 -> A; 2/40 = .05 > 1/30 -> B; 2/40 = .05 < 2/30 -> A;
-        // 3/40 = .075 > 2/30 = .067 -> B; 3/40 = .075 < 3/30 -> A.
-        let mut open = [0u32, 0];
-        let mut got = Vec::new();
-        for _ in 0..5 {
-            let k = pick(
-                Bandwidth,
-                &open,
-                &[40.0, 30.0],
-                &[true, true],
-                &mut t,
-                [0; 4],
-            )
-            .unwrap();
-            open[k] += 1;
-            got.push(k);
-        }
-        assert_eq!(got, vec![0, 1, 0, 1, 0]);
-        // 100 vs 10 Mbit/s: the first 9 go to the fast link ((9+1)/100 = 0.1 = (0+1)/10 ties
-        // to the first listed, so the tenth too), the eleventh to the slow one.
-        let mut open = [0u32, 0];
-        for _ in 0..10 {
-            let k = pick(
-                Bandwidth,
-                &open,
-                &[100.0, 10.0],
-                &[true, true],
-                &mut t,
-                [0; 4],
-            )
-            .unwrap();
-            open[k] += 1;
-        }
-        assert_eq!(open, [10, 0]);
-        assert_eq!(
-            pick(
-                Bandwidth,
-                &open,
-                &[100.0, 10.0],
-                &[true, true],
-                &mut t,
-                [0; 4]
-            ),
-            Some(1)
-        );
-    }
-
-    #[test]
-    fn ip_hash_is_fnv1a_of_the_address() {
-        // FNV-1a 32 test vectors (Fowler/Noll/Vo reference): "" and "a".
-        assert_eq!(fnv1a32(b""), 0x811c_9dc5);
-        assert_eq!(fnv1a32(b"a"), 0xe40c_292c);
-        // python3: h=0x811c9dc5; for b in (10,99,0,2): h=((h^b)*0x01000193)&0xffffffff
-        let h = fnv1a32(&[10, 99, 0, 2]);
-        let mut x: u64 = 0x811c_9dc5;
-        for b in [10u64, 99, 0, 2] {
-            x = ((x ^ b) * 0x0100_0193) & 0xffff_ffff;
-        }
-        assert_eq!(h as u64, x);
-        let mut t = 0;
-        let k = pick(
-            IpHash,
-            &[0, 0],
-            &[1.0, 1.0],
-            &[true, true],
-            &mut t,
-            [10, 99, 0, 2],
-        )
-        .unwrap();
-        assert_eq!(k, h as usize % 2);
-        // Its link down: the next one up.
-        let down = [k == 1, k == 0];
-        assert_eq!(
-            pick(IpHash, &[0, 0], &[1.0, 1.0], &down, &mut t, [10, 99, 0, 2]),
-            Some(1 - k)
-        );
     }
 }

@@ -371,7 +371,7 @@ impl Builder<'_> {
             links,
             rates,
             down,
-            turn: 0,
+            order: 0,
             cars: Vec::new(),
         });
         Ok(())
@@ -390,7 +390,13 @@ impl Builder<'_> {
         let flow = TcpFlow::new(fi as u32, f, &tcp, 0, 0, self.s.run.seed, self.nbins)
             .map_err(SimError::Internal)?;
         let bal = &self.balancers[bi];
-        let car = bal.cars.len();
+        // Cars are numbered in flow order, as the testbed numbers its client namespaces.
+        let car = self.s.flows[..fi]
+            .iter()
+            .filter(|g| {
+                g.access.is_some() || g.paths.iter().any(|p| self.s.balancer_index(p).is_some())
+            })
+            .count();
         let links = bal.links.clone();
         let failover = bal.failover;
         let id = bal.id.clone();
@@ -773,20 +779,31 @@ impl World {
         progress(1.0);
     }
 
-    /// The open connections per link of balancer `bi` (cars placed there and not finished),
-    /// and which links its tracking sees up.
-    fn balancer_view(&self, bi: usize, now: Time) -> (Vec<u32>, Vec<bool>) {
+    /// Balancer `bi`'s links as its rule sees them: rate, connections open there now (cars
+    /// placed there and not finished, other than `except`), and whether its tracking sees
+    /// them up.
+    fn balancer_view(
+        &self,
+        bi: usize,
+        now: Time,
+        except: usize,
+    ) -> Vec<railpath_scenario::LinkLoad> {
         let bal = &self.balancers[bi];
-        let mut open = vec![0u32; bal.links.len()];
-        for &fi in &bal.cars {
+        let mut loads: Vec<railpath_scenario::LinkLoad> = (0..bal.links.len())
+            .map(|k| railpath_scenario::LinkLoad {
+                rate_mbps: bal.rates[k],
+                open: 0,
+                up: bal.up(k, now),
+            })
+            .collect();
+        for &fi in bal.cars.iter().filter(|&&fi| fi != except) {
             if let Flow::Balanced(c) = &self.flows[fi] {
                 if let (Some(k), None) = (c.link, c.flow.completed_at) {
-                    open[k] += 1;
+                    loads[k].open += 1;
                 }
             }
         }
-        let up = (0..bal.links.len()).map(|k| bal.up(k, now)).collect();
-        (open, up)
+        loads
     }
 
     /// A car's connection opens: its balancer gives it a link (none up: its first, where it
@@ -797,11 +814,10 @@ impl World {
         };
         let (bi, car) = (c.balancer, c.car);
         let now = self.net.now();
-        let (open, up) = self.balancer_view(bi, now);
+        let loads = self.balancer_view(bi, now, fi);
         let bal = &mut self.balancers[bi];
-        let addr = railpath_scenario::car_address(car);
-        let k =
-            crate::cars::pick(bal.policy, &open, &bal.rates, &up, &mut bal.turn, addr).unwrap_or(0);
+        let k = railpath_scenario::assign(bal.policy, car, bal.order, &loads).unwrap_or(0);
+        bal.order += 1;
         if let Flow::Balanced(c) = &mut self.flows[fi] {
             c.assign(k, &mut self.net);
         }
@@ -821,14 +837,12 @@ impl World {
             if self.balancers[bi].up(k, now) || c.flow.completed_at.is_some() {
                 continue;
             }
-            let (open, up) = self.balancer_view(bi, now);
+            let loads = self.balancer_view(bi, now, fi);
             let bal = &mut self.balancers[bi];
-            let addr = railpath_scenario::car_address(car);
-            let Some(j) =
-                crate::cars::pick(bal.policy, &open, &bal.rates, &up, &mut bal.turn, addr)
-            else {
+            let Some(j) = railpath_scenario::assign(bal.policy, car, bal.order, &loads) else {
                 continue;
             };
+            bal.order += 1;
             if let Flow::Balanced(c) = &mut self.flows[fi] {
                 if let Some(t) = c.fail_over(j, now, &mut self.net) {
                     self.net.sched.at(
