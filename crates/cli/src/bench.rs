@@ -83,6 +83,17 @@ fn bond_filter() -> String {
         .replace("miimon_ms = 100\n", "miimon_ms = 100\nack_filter = true\n")
 }
 
+/// The PROXY-LB paper's Table 4 (scenarios/proxy-lb/), its five cars for 60 s of the 960: each
+/// car's TCP relayed by the router's proxy onto MPTCP over two shaped carriers with handovers
+/// (`mptcp`), or given one carrier by the load balancer (`lb`).
+fn proxy_lb(which: &str) -> String {
+    let text = match which {
+        "lb" => include_str!("../../../scenarios/proxy-lb/lb.toml"),
+        _ => include_str!("../../../scenarios/proxy-lb/mptcp.toml"),
+    };
+    text.replace("duration_s = 960\n", "duration_s = 60\n")
+}
+
 /// The benchmark cases: (name, scenario TOML).
 pub fn cases() -> Vec<(&'static str, String)> {
     vec![
@@ -102,6 +113,8 @@ pub fn cases() -> Vec<(&'static str, String)> {
             bloat_monitor(),
         ),
         ("tcp-cubic-bond-wifi-a54-g36-ack-filter-60s", bond_filter()),
+        ("proxy-lb-5-cars-mptcp-proxy-minrtt-60s", proxy_lb("mptcp")),
+        ("proxy-lb-5-cars-load-balancer-60s", proxy_lb("lb")),
         // More cases: add a (name, TOML) pair here.
     ]
 }
