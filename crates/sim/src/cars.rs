@@ -177,6 +177,9 @@ impl BalancedFlow {
                     Err(_) => return None,
                 };
                 fresh.sub = sub;
+                // The application asks for the rest (a finite transfer resumes where the
+                // passenger's data stopped, as an HTTP range request does; a bulk one goes on).
+                fresh.app.next = self.flow.delivered_bytes / fresh.app.mss as u64;
                 fresh.delivered_bytes = self.flow.delivered_bytes;
                 fresh.series = std::mem::take(&mut self.flow.series);
                 fresh.start = self.flow.start;

@@ -233,3 +233,19 @@ fn cars_are_deterministic() {
     let b = run(&balanced("round-robin", "reconnect", 2));
     assert_eq!(a.series, b.series);
 }
+
+#[test]
+fn a_reconnected_finite_transfer_asks_for_the_rest() {
+    // Car 1 downloads 40 MB; ISP_A fails at 5 s with about 25 MB delivered; the new connection
+    // over ISP_B fetches the remainder only, and the transfer completes with every byte once.
+    let text = balanced("round-robin", "reconnect", 2).replace(
+        "id = \"car1\"\nkind = \"tcp\"\n",
+        "id = \"car1\"\nkind = \"tcp\"\nbytes = 40000000\n",
+    );
+    let r = run(&text);
+    let f = flow(&r, "car1");
+    assert_eq!(f.car.as_ref().unwrap().failovers.len(), 1);
+    assert_eq!(f.delivered_bytes, 40_000_000);
+    let fct = f.fct_s.expect("completed");
+    assert!(fct > 6.0 && fct < 30.0, "{fct}");
+}
