@@ -32,14 +32,18 @@ def test_every_example_summary_and_a_learned_table_are_valid(root, cli, tmp_path
         + sorted((root / "scenarios" / "tcp-fs").glob("*.toml"))
         + sorted((root / "scenarios" / "bloat").glob("*.toml"))
         + sorted((root / "scenarios" / "bond").glob("*.toml"))
+        + sorted((root / "scenarios" / "proxy-lb").glob("*.toml"))
     )
     assert len(examples) >= 7
     for sc in examples:
         out = tmp_path / sc.stem
-        # The bloat scenario with its monitor on, so its fields are checked too.
-        extra = (
-            ["--set", 'flow.mp.mechanisms=["bloat-monitor"]'] if sc.parent.name == "bloat" else []
-        )
+        # The bloat scenario with its monitor on, and the proxy's payload check on a car behind
+        # it, so their fields are checked too.
+        extra = []
+        if sc.parent.name == "bloat":
+            extra = ["--set", 'flow.mp.mechanisms=["bloat-monitor"]']
+        elif sc.parent.name == "proxy-lb" and sc.stem == "mptcp":
+            extra = ["--set", "flow.car1.proxy.verify=true"]
         _run(cli, "run", str(sc), "--seed", "2", "--out", str(out), *extra)
         doc = json.loads((out / "summary.json").read_text())
         errors = [e.message for e in summary.iter_errors(doc)]
@@ -58,7 +62,7 @@ def test_every_example_summary_and_a_learned_table_are_valid(root, cli, tmp_path
     table.validate(json.loads(learned.read_text()))
 
 
-@pytest.mark.parametrize("paper", ["pha", "tcp-fs", "bloat", "bond"])
+@pytest.mark.parametrize("paper", ["pha", "tcp-fs", "bloat", "bond", "proxy-lb"])
 def test_a_reproduction_summary_is_valid(root, cli, tmp_path, paper):
     _run(cli, "repro", paper, "--seeds", "2", "--out", str(tmp_path))
     doc = json.loads((tmp_path / paper / "summary.json").read_text())

@@ -135,6 +135,22 @@ const CASES: &[(&str, &[&str])] = &[
         "udp_max_below_mean.toml",
         &["flow[0].udp.max_mbps: line 18: expected a number >= mean_mbps = 16 Mbit/s"],
     ),
+    (
+        "balancer_unknown_link.toml",
+        &["balancer[0].links[1]: line 12: unknown link \"isp-c\"; expected one of the [[link]] ids: \"isp-a\""],
+    ),
+    (
+        "proxy_without_access.toml",
+        &["flow[0].proxy: line 19: a proxy relays onto the in-car link: give access = \"<link id>\" too"],
+    ),
+    (
+        "periodic_outages_overlap.toml",
+        &["link[0].outages: line 10: repeated outages overlap: one starts at 24 s before the one from 24 s ends"],
+    ),
+    (
+        "delay_range_min_above_max.toml",
+        &["link[0].delay_range.max_ms: line 9: expected a number >= 85 and <= 10000 ms (at least min_ms), found 45"],
+    ),
 ];
 
 #[test]

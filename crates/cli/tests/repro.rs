@@ -597,3 +597,243 @@ fn bond_reproduction_is_deterministic_and_renders() {
     // Two traces in the failure plot, seven in each power plot.
     assert!(page.matches("class=\"series\"").count() >= 16);
 }
+
+#[test]
+fn proxy_lb_reproduction_summary_claims_and_report() {
+    use railpath_repro::proxy_lb::{scenario, Mode};
+    let out = out_dir("repro-proxy-lb");
+    let t = Instant::now();
+    let o = repro_paper("proxy-lb", &out, "10");
+    let took = t.elapsed();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Reported, not asserted: some 70-110 s on 2 cores (63 runs of 960 s and 15 of 30 s).
+    eprintln!(
+        "railpath repro proxy-lb --seeds 10 took {:.1} s",
+        took.as_secs_f64()
+    );
+    let v = summary_of("proxy-lb", &out);
+    assert_eq!(v["paper"], "proxy-lb");
+    assert_eq!(v["format"], "railpath-repro/1");
+    // Each 960 s run holds some 40 handovers per carrier: the reproduction takes 3 of the seeds.
+    assert_eq!(v["seeds"], 3);
+    // Load balancer and minRTT with 1-5 cars, ECF, BLEST and redundant with 1, 3 and 5, the
+    // two runs whose handovers drop the queue (3 seeds each), and 3 x 5 validation runs.
+    assert_eq!(v["runs"], 5 * 2 * 3 + 3 * 3 * 3 + 2 * 3 + 3 * 5);
+    assert_numbers_within_intervals(&v);
+    // The paper gives figures without numbers: every number is railpath's alone. A number
+    // given twice (minRTT's totals at 1, 3 and 5 cars, in the cars' and the schedulers'
+    // tables) has one value.
+    let all = v["numbers"].as_array().unwrap();
+    for n in all {
+        assert!(n["paper"].is_null(), "{n}");
+        for m in all.iter().filter(|m| m["id"] == n["id"]) {
+            assert_eq!(m, n);
+        }
+    }
+    // Without --testbed, the simulator's claims only.
+    let mut ids: Vec<&str> = v["claims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(
+        ids,
+        [
+            "lb-dips-at-own-handovers",
+            "mptcp-above-lb",
+            "mptcp-converges",
+            "mptcp-sends-through-handovers",
+            "per-car-falls",
+            "redundant-does-not-beat-lb",
+            "schedulers-beat-lb",
+            "total-rises",
+        ]
+    );
+    let num = |id: &str| number(&v, id);
+    let holds = |id: &str| claim_holds(&v, id);
+    for id in [
+        "train-balia-mbps",
+        "train-uncoupled-bbr-mbps",
+        "train-uncoupled-cubic-mbps",
+        "lb-3-cars-drop-handovers-total-mbps",
+        "mptcp-ecf-3-cars-drop-handovers-total-mbps",
+    ] {
+        let g = num(id).0;
+        assert!(g > 0.0 && g < 70.0, "{id}: {g}");
+    }
+    // Goodput against the number of cars: within the carriers' 70 Mbit/s, per car the total's
+    // share, and the paired difference's mean the difference of the means.
+    let total = |sys: &str, n: usize| num(&format!("{sys}-{n}-cars-total-mbps")).0;
+    let per_car = |sys: &str, n: usize| num(&format!("{sys}-{n}-cars-per-car-mbps")).0;
+    for n in 1..=5 {
+        for sys in ["lb", "mptcp-minrtt"] {
+            assert!(total(sys, n) > 0.0 && total(sys, n) < 70.0, "{sys} {n}");
+            assert!((per_car(sys, n) - total(sys, n) / n as f64).abs() < 1e-9);
+        }
+        let d = num(&format!("mptcp-minus-lb-{n}-cars-mbps")).0;
+        assert!((d - (total("mptcp-minrtt", n) - total("lb", n))).abs() < 1e-9);
+    }
+    // The claims follow from the numbers.
+    let falls = |sys: &str| (1..5).all(|n| per_car(sys, n + 1) < per_car(sys, n));
+    assert_eq!(holds("per-car-falls"), falls("lb") && falls("mptcp-minrtt"));
+    let rises = |sys: &str| total(sys, 5) > total(sys, 1);
+    assert_eq!(holds("total-rises"), rises("lb") && rises("mptcp-minrtt"));
+    let above = (1..=5).all(|n| num(&format!("mptcp-minus-lb-{n}-cars-mbps")).1 > 0.0);
+    assert_eq!(holds("mptcp-above-lb"), above);
+    // The goodput the carriers can deliver: their rates less the segments' headers, while up.
+    let s = scenario(Mode::Mptcp(0), 5, 1, None).unwrap();
+    let tcp = s.tcp_config(0);
+    let payload = tcp.mss_bytes as f64 / (tcp.mss_bytes + tcp.header_bytes) as f64;
+    let d = s.run.duration_s;
+    let usable: f64 = [("isp-a", 40.0), ("isp-b", 30.0)]
+        .iter()
+        .map(|(id, rate)| {
+            let l = s.links.iter().find(|l| l.id == *id).unwrap();
+            let down: f64 = l
+                .outage_list(d)
+                .iter()
+                .map(|o| (o.duration_ms / 1000.0).min(d - o.start_s))
+                .sum();
+            rate * payload * (1.0 - down / d)
+        })
+        .sum();
+    let share = |n: usize| total("mptcp-minrtt", n) / usable;
+    assert_eq!(
+        holds("mptcp-converges"),
+        share(5) >= 0.9 && share(5) >= share(1),
+        "usable {usable}"
+    );
+    // Two cars, goodput in a handover's second as a percentage of the car's mean.
+    let dip = |sys: &str, car: usize, isp: &str| {
+        num(&format!(
+            "{sys}-2-cars-car{car}-goodput-at-{isp}-handovers-pct"
+        ))
+        .0
+    };
+    let (l1a, l1b, l2a, l2b) = (
+        dip("lb", 1, "isp-a"),
+        dip("lb", 1, "isp-b"),
+        dip("lb", 2, "isp-a"),
+        dip("lb", 2, "isp-b"),
+    );
+    assert_eq!(
+        holds("lb-dips-at-own-handovers"),
+        l1a < 50.0 && l2b < 50.0 && l1b > 80.0 && l2a > 80.0,
+        "{l1a} {l1b} {l2a} {l2b}"
+    );
+    let mp_low = [1, 2]
+        .iter()
+        .flat_map(|&car| {
+            [
+                dip("mptcp-minrtt", car, "isp-a"),
+                dip("mptcp-minrtt", car, "isp-b"),
+            ]
+        })
+        .fold(f64::INFINITY, f64::min);
+    assert_eq!(
+        holds("mptcp-sends-through-handovers"),
+        mp_low >= 25.0 && l1a < mp_low && l2b < mp_low,
+        "{mp_low} {l1a} {l2b}"
+    );
+    // The schedulers: mean total over 1, 3 and 5 cars against the load balancer's.
+    let over_135 = |sys: &str| [1, 3, 5].iter().map(|&n| total(sys, n)).sum::<f64>() / 3.0;
+    let lb_mean = over_135("lb");
+    let beats = |sched: &str| over_135(&format!("mptcp-{sched}")) > lb_mean;
+    assert_eq!(
+        holds("schedulers-beat-lb"),
+        beats("minrtt") && beats("ecf") && beats("blest")
+    );
+    assert_eq!(holds("redundant-does-not-beat-lb"), !beats("redundant"));
+    for sched in ["minrtt", "ecf", "blest", "redundant"] {
+        for n in [1, 3, 5] {
+            let g = total(&format!("mptcp-{sched}"), n);
+            assert!(g > 0.0 && g < 70.0, "{sched} {n}: {g}");
+        }
+    }
+    let report = out.join("proxy-lb/report.html");
+    let html = std::fs::read_to_string(&report).unwrap();
+    // Total and per-car bars, and two cars' goodput over time for each system.
+    assert_eq!(html.matches("<svg class=\"plot\"").count(), 4);
+    for section in [
+        "Goodput against the number of cars",
+        "Handovers",
+        "Schedulers",
+        "The validation set",
+        "The real kernel",
+        "Not run this time",
+        "Discussion",
+    ] {
+        assert!(html.contains(section), "no {section}");
+    }
+    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(index.contains("href=\"proxy-lb/report.html\""));
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let page = rendered(&chromium, &report, &out.join("chromium-profile"));
+    assert_eq!(page.matches("<svg class=\"plot\"").count(), 4, "{page}");
+    // Two systems x 5 car counts in each bar plot, two cars in each plot over time, and the
+    // handovers of the first 120 s (ISP_A 4, ISP_B 5) shaded in each.
+    assert!(page.matches("class=\"bar\"").count() >= 20);
+    assert!(page.matches("class=\"series\"").count() >= 4);
+    assert!(page.matches("class=\"band\"").count() >= 18);
+}
+
+/// `--testbed-cars` and `--testbed-duration` are checked before the testbed's environment, so
+/// out-of-range values are input errors (exit 2, the flag named) on any machine.
+#[test]
+fn proxy_lb_testbed_flags_out_of_range_are_input_errors() {
+    let out = out_dir("repro-proxy-lb-flags");
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--testbed-cars", "9"],
+            "--testbed-cars: expected 1 ..= 5, found 9",
+        ),
+        (
+            &["--testbed-cars", "0"],
+            "--testbed-cars: expected 1 ..= 5, found 0",
+        ),
+        (
+            &["--testbed-duration", "1"],
+            "--testbed-duration: expected 5 ..= 3600 seconds, found 1",
+        ),
+        (
+            &["--testbed-duration", "3601"],
+            "--testbed-duration: expected 5 ..= 3600 seconds, found 3601",
+        ),
+        (
+            &["--testbed-duration", "inf"],
+            "--testbed-duration: expected 5 ..= 3600 seconds, found inf",
+        ),
+    ];
+    for (flag, wanted) in cases {
+        let o = Command::new(env!("CARGO_BIN_EXE_railpath"))
+            .args(["repro", "proxy-lb", "--testbed"])
+            .args(*flag)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag:?}: {err}");
+        assert!(err.contains(wanted), "{flag:?}: {err:?} lacks {wanted:?}");
+        assert!(!out.exists(), "{flag:?} wrote {}", out.display());
+    }
+    // Without --testbed the flags are usage errors (clap's; --seeds 0 would be refused too,
+    // so that nothing runs if clap let them through, but without naming --testbed).
+    for flag in ["--testbed-cars", "--testbed-duration"] {
+        let o = Command::new(env!("CARGO_BIN_EXE_railpath"))
+            .args(["repro", "proxy-lb", "--seeds", "0", flag, "5", "--out"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {err}");
+        assert!(
+            err.contains("required arguments were not provided:\n  --testbed\n"),
+            "{flag}: {err}"
+        );
+    }
+}

@@ -1069,7 +1069,14 @@ fn kernel_comparison(
         for (mode, sv, kv) in [(Mode::Lb, &ls, &lk.2), (Mode::Mptcp(0), &ms, &mk.2)] {
             let rel = (mean(kv) - mean(sv)) / mean(sv);
             if rel.is_finite() && worst.as_ref().is_none_or(|w| rel.abs() > w.0.abs()) {
-                worst = Some((rel, format!("{}, {cars} car{}", mode.name(), if cars > 1 { "s" } else { "" })));
+                worst = Some((
+                    rel,
+                    format!(
+                        "{}, {cars} car{}",
+                        mode.name(),
+                        if cars > 1 { "s" } else { "" }
+                    ),
+                ));
             }
         }
         ev.push(format!("{cars}: {:.1} vs {:.1}", mean(&mk.2), mean(&lk.2)));

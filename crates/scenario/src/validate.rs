@@ -902,6 +902,20 @@ impl Scenario {
         if let Some(d) = b.detect_ms {
             c.range(&k("detect_ms"), d, 0.0, false, MAX_OUTAGE_MS, "ms")?;
         }
+        if b.policy == crate::BalancePolicy::Bandwidth {
+            for (j, m) in b.links.iter().enumerate() {
+                if self
+                    .links
+                    .iter()
+                    .any(|l| &l.id == m && l.rate_mbps.is_none())
+                {
+                    return Err(c.err(
+                        k(&format!("links[{j}]")),
+                        format!("policy = \"bandwidth\" weighs the links by their rate_mbps, and link {m:?} has none (a trace, carrier or wifi link)"),
+                    ));
+                }
+            }
+        }
         Ok(())
     }
 
@@ -2313,5 +2327,438 @@ paths = ["a"]
             "{}",
             e.message
         );
+    }
+
+    #[test]
+    fn balancers_access_and_proxy() {
+        let flow = "[[flow]]\nid = \"dl\"\nkind = \"tcp\"\ncc = \"newreno\"\npaths = [\"a\"]";
+        // BASE's links, an in-car link "lan", the tables `tables` and the flow "dl" with `keys`.
+        let cars = |tables: &str, keys: &str| {
+            format!(
+                "[[link]]\nid = \"lan\"\nrate_mbps = 1000\n\n{tables}\n[[flow]]\nid = \"dl\"\n{keys}"
+            )
+        };
+        let lb = |keys: &str| format!("[[balancer]]\nid = \"lb\"\n{keys}\n");
+        let two = lb("links = [\"a\", \"b\"]");
+        let tcp = |rest: &str| format!("kind = \"tcp\"\ncc = \"cubic\"\n{rest}");
+        let mptcp = |rest: &str| format!("kind = \"mptcp\"\ncc = \"lia\"\n{rest}");
+        // A car's tcp flow names a balancer as its only path, with or without an in-car link.
+        check(flow, &cars(&two, &tcp("paths = [\"lb\"]"))).unwrap();
+        check(
+            flow,
+            &cars(&two, &tcp("paths = [\"lb\"]\naccess = \"lan\"")),
+        )
+        .unwrap();
+        for policy in ["round-robin", "least-connection", "bandwidth", "ip-hash"] {
+            for failover in ["reconnect", "keep-address"] {
+                let b = lb(&format!(
+                    "links = [\"a\", \"b\"]\npolicy = \"{policy}\"\nfailover = \"{failover}\""
+                ));
+                check(flow, &cars(&b, &tcp("paths = [\"lb\"]"))).unwrap();
+            }
+        }
+        // The bandwidth policy weighs the links by their rate: each has rate_mbps.
+        let wifi = "[[link]]\nid = \"w\"\nwifi = { standard = \"g\", phy_mbps = 36 }\n\n";
+        let policy = |p: &str| {
+            format!("{wifi}[[balancer]]\nid = \"lb\"\nlinks = [\"a\", \"w\"]\npolicy = \"{p}\"\n")
+        };
+        check(
+            flow,
+            &cars(&policy("round-robin"), &tcp("paths = [\"lb\"]")),
+        )
+        .unwrap();
+        fails(
+            flow,
+            &cars(&policy("bandwidth"), &tcp("paths = [\"lb\"]")),
+            "balancer[0].links[1]",
+            "policy = \"bandwidth\" weighs the links by their rate_mbps, and link \"w\" has none",
+        );
+        // One link is enough; detect_ms from 0 to an hour.
+        check(
+            flow,
+            &cars(&lb("links = [\"b\"]"), &tcp("paths = [\"lb\"]")),
+        )
+        .unwrap();
+        for d in ["0", "3600000"] {
+            let b = lb(&format!("links = [\"a\", \"b\"]\ndetect_ms = {d}"));
+            check(flow, &cars(&b, &tcp("paths = [\"lb\"]"))).unwrap();
+        }
+        for (d, msg) in [
+            ("-1", ">= 0"),
+            ("3600000.5", "<= 3600000 ms, found 3600000.5"),
+        ] {
+            fails(
+                flow,
+                &cars(
+                    &lb(&format!("links = [\"a\", \"b\"]\ndetect_ms = {d}")),
+                    &tcp("paths = [\"lb\"]"),
+                ),
+                "balancer[0].detect_ms",
+                msg,
+            );
+        }
+        fails(
+            flow,
+            &cars(
+                &lb("links = [\"a\"]\npolicy = \"random\""),
+                &tcp("paths = [\"lb\"]"),
+            ),
+            "balancer[0].policy",
+            "unknown variant `random`",
+        );
+        fails(
+            flow,
+            &cars(
+                &lb("links = [\"a\"]\nfailover = \"drop\""),
+                &tcp("paths = [\"lb\"]"),
+            ),
+            "balancer[0].failover",
+            "unknown variant `drop`",
+        );
+        // The balancer's links.
+        fails(
+            flow,
+            &cars(&lb("links = []"), &tcp("paths = [\"lb\"]")),
+            "balancer[0].links",
+            "expected at least one link id",
+        );
+        fails(
+            flow,
+            &cars(&lb("links = [\"a\", \"x\"]"), &tcp("paths = [\"lb\"]")),
+            "balancer[0].links[1]",
+            "unknown link \"x\"; expected one of the [[link]] ids: \"a\", \"b\", \"lan\"",
+        );
+        fails(
+            flow,
+            &cars(&lb("links = [\"a\", \"a\"]"), &tcp("paths = [\"lb\"]")),
+            "balancer[0].links[1]",
+            "link \"a\" is listed twice",
+        );
+        // Its id: well formed, unique among balancers, links and bonds.
+        fails(
+            flow,
+            &cars(
+                "[[balancer]]\nid = \"l b\"\nlinks = [\"a\"]\n",
+                &tcp("paths = [\"a\"]"),
+            ),
+            "balancer[0].id",
+            "letters, digits, '_' or '-', found \"l b\"",
+        );
+        fails(
+            flow,
+            &cars(&format!("{two}\n{two}"), &tcp("paths = [\"lb\"]")),
+            "balancer[1].id",
+            "duplicate balancer id \"lb\" (also balancer[0])",
+        );
+        fails(
+            flow,
+            &cars(
+                "[[balancer]]\nid = \"b\"\nlinks = [\"a\"]\n",
+                &tcp("paths = [\"a\"]"),
+            ),
+            "balancer[0].id",
+            "\"b\" is also the id of link[1]: a flow's paths name links, bonds and balancers alike",
+        );
+        fails(
+            flow,
+            &cars(
+                "[[bond]]\nid = \"bd\"\nmembers = [\"a\", \"b\"]\n\n[[balancer]]\nid = \"bd\"\nlinks = [\"a\"]\n",
+                &tcp("paths = [\"a\"]"),
+            ),
+            "balancer[0].id",
+            "\"bd\" is also the id of bond[0]",
+        );
+        // Only a tcp flow without handoffs takes a balancer, as its only path.
+        let only =
+            "\"lb\" is a balancer: only a tcp flow without handoffs takes one, as its only path";
+        fails(
+            flow,
+            &cars(&two, &mptcp("paths = [\"lb\"]")),
+            "flow[0].paths[0]",
+            only,
+        );
+        fails(
+            flow,
+            &cars(&two, &mptcp("paths = [\"a\", \"lb\"]")),
+            "flow[0].paths[1]",
+            only,
+        );
+        fails(
+            flow,
+            &cars(
+                &two,
+                &tcp("paths = [\"lb\", \"lan\"]\nhandoffs = [{ t_s = 5.0, to = \"lan\" }]"),
+            ),
+            "flow[0].paths[0]",
+            only,
+        );
+        fails(
+            flow,
+            &cars(
+                &two,
+                "kind = \"udp\"\npaths = [\"lb\"]\nudp = { process = \"cbr\", mean_mbps = 5 }",
+            ),
+            "flow[0].paths[0]",
+            only,
+        );
+        // An unknown path lists the balancers' ids with the links' (and the bonds').
+        fails(
+            flow,
+            &cars(&two, &tcp("paths = [\"zz\"]")),
+            "flow[0].paths[0]",
+            "unknown link \"zz\"; expected one of the [[link]] or [[balancer]] ids: \"a\", \"b\", \"lan\", \"lb\"",
+        );
+        fails(
+            flow,
+            &cars(
+                &format!("[[bond]]\nid = \"bd\"\nmembers = [\"a\"]\n\n{two}"),
+                &tcp("paths = [\"zz\"]"),
+            ),
+            "flow[0].paths[0]",
+            "expected one of the [[link]], [[bond]] or [[balancer]] ids: \"a\", \"b\", \"lan\", \"bd\", \"lb\"",
+        );
+
+        // The in-car link and the proxy: an mptcp flow over both carriers, relayed onto "lan".
+        let proxy = |p: &str| mptcp(&format!("paths = [\"a\", \"b\"]\naccess = \"lan\"\n{p}"));
+        check(flow, &cars("", &proxy(""))).unwrap();
+        check(
+            flow,
+            &cars(
+                "",
+                &proxy("proxy = { buffer_bytes = 1024, server_mptcp = false, access_cc = \"bbr\", verify = true }"),
+            ),
+        )
+        .unwrap();
+        check(
+            flow,
+            &cars("", &proxy("proxy = { buffer_bytes = 1073741824 }")),
+        )
+        .unwrap();
+        check(flow, &cars("", &tcp("paths = [\"a\"]\naccess = \"lan\""))).unwrap();
+        for (b, found) in [("1023", "found 1023"), ("1073741825", "found 1073741825")] {
+            fails(
+                flow,
+                &cars("", &proxy(&format!("proxy = {{ buffer_bytes = {b} }}"))),
+                "flow[0].proxy.buffer_bytes",
+                &format!("expected an integer from 1024 to 1073741824 bytes, {found}"),
+            );
+        }
+        fails(
+            flow,
+            &cars("", &proxy("proxy = { access_cc = \"vegas\" }")),
+            "flow[0].proxy.access_cc",
+            "unknown congestion control \"vegas\"; expected one of newreno, cubic, bbr",
+        );
+        fails(
+            flow,
+            &cars("", &proxy("proxy = { buffer = 4096 }")),
+            "flow[0].proxy.buffer",
+            "unknown field `buffer`",
+        );
+        fails(
+            flow,
+            &cars(
+                "",
+                &mptcp("paths = [\"a\", \"b\"]\nproxy = { verify = true }"),
+            ),
+            "flow[0].proxy",
+            "a proxy relays onto the in-car link: give access = \"<link id>\" too",
+        );
+        fails(
+            flow,
+            &cars(
+                "",
+                &tcp("paths = [\"a\"]\naccess = \"lan\"\nproxy = { verify = true }"),
+            ),
+            "flow[0].proxy",
+            "only for kind = \"mptcp\" flows",
+        );
+        fails(
+            flow,
+            &cars(
+                "",
+                "kind = \"udp\"\npaths = [\"a\"]\naccess = \"lan\"\nudp = { process = \"cbr\", mean_mbps = 5 }",
+            ),
+            "flow[0].access",
+            "only for tcp and mptcp flows",
+        );
+        for (tables, paths, access) in [
+            ("", "[\"a\", \"b\"]", "x"),
+            // A balancer is not a link.
+            (two.as_str(), "[\"a\", \"b\"]", "lb"),
+        ] {
+            fails(
+                flow,
+                &cars(tables, &mptcp(&format!("paths = {paths}\naccess = \"{access}\""))),
+                "flow[0].access",
+                &format!(
+                    "unknown link \"{access}\"; expected one of the [[link]] ids: \"a\", \"b\", \"lan\""
+                ),
+            );
+        }
+        // The in-car link is none of the links the flow's paths cross (links, bonds' members,
+        // balancers' links).
+        let own = "is also one of the flow's paths: the in-car link is a hop of its own";
+        for (tables, keys, access) in [
+            ("", mptcp("paths = [\"a\", \"b\"]\naccess = \"b\""), "b"),
+            ("", tcp("paths = [\"a\"]\naccess = \"a\""), "a"),
+            (two.as_str(), tcp("paths = [\"lb\"]\naccess = \"b\""), "b"),
+            (
+                "[[bond]]\nid = \"bd\"\nmembers = [\"a\", \"lan\"]\n",
+                tcp("paths = [\"bd\"]\naccess = \"lan\""),
+                "lan",
+            ),
+        ] {
+            fails(
+                flow,
+                &cars(tables, &keys),
+                "flow[0].access",
+                &format!("link \"{access}\" {own}"),
+            );
+        }
+        fails(
+            flow,
+            &cars(
+                "",
+                &tcp("paths = [\"a\", \"b\"]\naccess = \"lan\"\nhandoffs = [{ t_s = 5.0, to = \"b\" }]"),
+            ),
+            "flow[0].access",
+            "not with handoffs",
+        );
+    }
+
+    #[test]
+    fn delay_range_and_periodic_outages() {
+        // Link "b" (no delay_ms) with a delay range.
+        let range = |r: &str| format!("rate_mbps = 20\ndelay_range = {{ {r} }}");
+        for r in [
+            "min_ms = 45, max_ms = 75",
+            "min_ms = 0, max_ms = 0",
+            "min_ms = 50, max_ms = 50, every_ms = 1",
+            "min_ms = 0, max_ms = 10000, every_ms = 3600000",
+        ] {
+            check("rate_mbps = 20", &range(r)).unwrap();
+        }
+        // A schedule step may still set the delay (until the range's next draw).
+        check(
+            "rate_mbps = 20",
+            &format!(
+                "{}\nschedule = [{{ t_s = 2.5, delay_ms = 5 }}]",
+                range("min_ms = 45, max_ms = 75")
+            ),
+        )
+        .unwrap();
+        fails(
+            "delay_ms = 10",
+            "delay_ms = 10\ndelay_range = { min_ms = 45, max_ms = 75 }",
+            "link[0].delay_ms",
+            "give either delay_ms or delay_range, not both",
+        );
+        for (r, key, msg) in [
+            (
+                "min_ms = -1, max_ms = 75",
+                "min_ms",
+                "expected a number >= 0 and <= 10000 ms, found -1",
+            ),
+            (
+                "min_ms = 10001, max_ms = 10002",
+                "min_ms",
+                "<= 10000 ms, found 10001",
+            ),
+            (
+                "min_ms = 75, max_ms = 45",
+                "max_ms",
+                "expected a number >= 75 and <= 10000 ms (at least min_ms), found 45",
+            ),
+            ("min_ms = 45, max_ms = 10000.5", "max_ms", "found 10000.5"),
+            (
+                "min_ms = 45, max_ms = 75, every_ms = 0.5",
+                "every_ms",
+                "expected a number >= 1 and <= 3600000 ms, found 0.5",
+            ),
+            (
+                "min_ms = 45, max_ms = 75, every_ms = 3600001",
+                "every_ms",
+                "found 3600001",
+            ),
+        ] {
+            fails(
+                "rate_mbps = 20",
+                &range(r),
+                &format!("link[1].delay_range.{key}"),
+                msg,
+            );
+        }
+        // (The key of a field missing from an inline table is not checked here: the parser's
+        // locator names it without the inline table's key.)
+        let (_, m) = check("rate_mbps = 20", &range("min_ms = 45")).unwrap_err();
+        assert!(m.contains("missing field `max_ms`"), "{m}");
+        fails(
+            "rate_mbps = 20",
+            &range("min_ms = 45, max_ms = 75, mean_ms = 60"),
+            "link[1].delay_range.mean_ms",
+            "unknown field `mean_ms`",
+        );
+
+        // Periodic outages on link "a" (run.duration_s = 10).
+        let o = |s: &str| format!("delay_ms = 10\noutages = [{s}]");
+        for s in [
+            "{ start_s = 1, duration_ms = 1000, every_s = 2 }",
+            // The period only just exceeds the outage.
+            "{ start_s = 0, duration_ms = 1000, every_s = 1.001 }",
+            "{ start_s = 0, duration_ms = 1000, every_s = 1000000 }",
+            // Two series that touch without overlapping.
+            "{ start_s = 0, duration_ms = 500, every_s = 1 }, { start_s = 0.5, duration_ms = 500, every_s = 1 }",
+            // A single outage between two repetitions.
+            "{ start_s = 1, duration_ms = 500, every_s = 3 }, { start_s = 2, duration_ms = 1000 }",
+            // Repetitions stop at the end of the run: those at 10 and 10.2 s would overlap.
+            "{ start_s = 0, duration_ms = 500, every_s = 5 }, { start_s = 0.5, duration_ms = 100, every_s = 9.7 }",
+        ] {
+            check("delay_ms = 10", &o(s)).unwrap();
+        }
+        for (s, msg) in [
+            (
+                "{ start_s = 1, duration_ms = 1000, every_s = 1 }",
+                "expected a period > duration_ms / 1000 = 1 s (each outage ends before the next) and <= 1000000 s, found 1",
+            ),
+            (
+                "{ start_s = 1, duration_ms = 500, every_s = 0 }",
+                "> duration_ms / 1000 = 0.5 s",
+            ),
+            (
+                "{ start_s = 1, duration_ms = 500, every_s = -2 }",
+                "found -2",
+            ),
+            (
+                "{ start_s = 1, duration_ms = 500, every_s = 1000001 }",
+                "<= 1000000 s, found 1000001",
+            ),
+        ] {
+            fails("delay_ms = 10", &o(s), "link[0].outages[0].every_s", msg);
+        }
+        // The listed outages are still in time order, the first of a series by its start.
+        fails(
+            "delay_ms = 10",
+            &o("{ start_s = 3, duration_ms = 500, every_s = 4 }, { start_s = 1, duration_ms = 100 }"),
+            "link[0].outages[1].start_s",
+            "expected >= 3.5 s (the end of outages[0]), found 1",
+        );
+        // Repetitions that overlap one another or a single outage.
+        for (s, msg) in [
+            (
+                "{ start_s = 0, duration_ms = 500, every_s = 2 }, { start_s = 1, duration_ms = 500, every_s = 3 }",
+                "repeated outages overlap: one starts at 4 s before the one from 4 s ends",
+            ),
+            (
+                "{ start_s = 1, duration_ms = 500, every_s = 3 }, { start_s = 4.2, duration_ms = 100 }",
+                "repeated outages overlap: one starts at 4.2 s before the one from 4 s ends",
+            ),
+            (
+                "{ start_s = 0, duration_ms = 900, every_s = 1 }, { start_s = 0.95, duration_ms = 100, every_s = 5 }",
+                "one starts at 1 s before the one from 0.95 s ends",
+            ),
+        ] {
+            fails("delay_ms = 10", &o(s), "link[0].outages", msg);
+        }
     }
 }
