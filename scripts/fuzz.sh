@@ -32,7 +32,7 @@ seed() { # seed TARGET FILES...: copy the files that exist into the target's cor
   for f in fuzz/seeds/"$t"/*; do [ -f "$f" ] && cp "$f" "$out/corpus/$t/"; done
   return 0
 }
-seed scenario scenarios/*.toml scenarios/pha/*.toml crates/cli/tests/scenarios/*.toml crates/cli/tests/bad_scenarios/*.toml
+seed scenario scenarios/*.toml scenarios/*/*.toml crates/cli/tests/scenarios/*.toml crates/cli/tests/bad_scenarios/*.toml
 seed overrides
 seed mahimahi scenarios/traces/*.trace crates/cli/tests/bad_scenarios/*.trace
 seed carrier_csv

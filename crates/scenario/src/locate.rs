@@ -34,7 +34,15 @@ pub fn locate(text: &str, span: std::ops::Range<usize>, missing: Option<&str>) -
         header_path(&text[..line_end])
     };
     let inner = if let Some(m) = missing {
-        Some(m.to_string())
+        // A table written inline (`delay_range = { min_ms = 45 }`) lacks it: the inline
+        // table's own key comes first.
+        let outer = (span.start < span.end && header_of(line).is_none())
+            .then(|| key_at(line, start - line_start, &text[start..end]))
+            .flatten();
+        Some(match outer {
+            Some(o) if !o.is_empty() => format!("{o}.{m}"),
+            _ => m.to_string(),
+        })
     } else if header_of(line).is_some() {
         None
     } else {
@@ -282,6 +290,16 @@ mod tests {
         let l = locate(DOC, 0..0, Some("run"));
         assert_eq!(l.key, "run");
         assert_eq!(l.line, 1);
+    }
+
+    #[test]
+    fn missing_field_of_an_inline_table() {
+        let doc = "[run]\nduration_s = 1\n[[link]]\nid = \"a\"\ndelay_range = { min_ms = 45 }\n";
+        let s = doc.find("{ min_ms").unwrap();
+        let e = doc[s..].find('}').unwrap() + s + 1;
+        let l = locate(doc, s..e, Some("max_ms"));
+        assert_eq!(l.key, "link[0].delay_range.max_ms");
+        assert_eq!(l.line, 5);
     }
 
     #[test]

@@ -162,6 +162,28 @@ impl Scenario {
                 work: EVENTS_PER_PACKET / 2.0 * packets_per_s * d,
             });
         }
+        for (i, l) in self.links.iter().enumerate() {
+            // A delay range's draws and repeated outages: a step each (and an event each).
+            let draws = l
+                .delay_range
+                .map_or(0.0, |r| (d * 1000.0 / r.every_ms().max(1e-9)).ceil());
+            let repeats: f64 = l
+                .outages
+                .iter()
+                .filter_map(|o| {
+                    o.every_s
+                        .map(|e| ((d - o.start_s) / e.max(1e-9)).ceil().max(0.0))
+                })
+                .sum();
+            if draws + repeats > 0.0 {
+                parts.push(SizePart {
+                    what: format!("link {:?} delay draws and repeated outages", l.id),
+                    keys: format!("link[{i}].delay_range.every_ms, link[{i}].outages[].every_s"),
+                    bytes: 48.0 * (draws + 2.0 * repeats),
+                    work: draws + 2.0 * repeats,
+                });
+            }
+        }
         for (i, f) in self.flows.iter().enumerate() {
             if let (FlowKind::Mptcp, Some(n)) = (f.kind, f.receive_buffer_packets) {
                 parts.push(SizePart {

@@ -22,6 +22,8 @@ pub const MAX_BUFFER_PACKETS: u32 = 1_000_000;
 pub const MAX_BUFFER_BYTES: u64 = 1_000_000_000;
 /// Longest single outage, ms (one hour).
 pub const MAX_OUTAGE_MS: f64 = 3_600_000.0;
+/// Most outages of one link in a run, repetitions (`every_s`) counted.
+pub const MAX_OUTAGES: u64 = 1_000_000;
 /// Longest id of a link or flow, characters.
 pub const MAX_ID_LEN: usize = 64;
 
@@ -198,6 +200,25 @@ impl Scenario {
         }
         for (i, l) in self.links.iter().enumerate() {
             if l.outages.iter().any(|o| o.every_s.is_some()) {
+                // Counted before they are listed: a tiny period must be an error, not a list
+                // that fills the memory.
+                let d = self.run.duration_s;
+                let mut n = 0.0;
+                for (j, o) in l.outages.iter().enumerate() {
+                    n += match o.every_s {
+                        Some(e) => ((d - o.start_s) / e).ceil().max(0.0),
+                        None => 1.0,
+                    };
+                    if n > MAX_OUTAGES as f64 {
+                        return Err(c.err(
+                            format!("link[{i}].outages[{j}].every_s"),
+                            format!(
+                                "the outages repeat more than {MAX_OUTAGES} times in the run's {} s: expected a longer period",
+                                show_num(d)
+                            ),
+                        ));
+                    }
+                }
                 let all = l.outage_list(self.run.duration_s);
                 for w in all.windows(2) {
                     if w[1].start_s < w[0].start_s + w[0].duration_ms / 1000.0 {

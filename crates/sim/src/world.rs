@@ -923,6 +923,13 @@ impl World {
                 summary.handover_goodput_bps =
                     handover_goodput(&g.values, self.bin.secs_f64(), &starts);
             }
+            if summary.car.is_none() && s.flows[fi].access.is_some() {
+                // A car's plain tcp flow over a link (no balancer, no proxy).
+                summary.car = Some(crate::results::CarStats {
+                    access: s.flows[fi].access.clone(),
+                    ..Default::default()
+                });
+            }
             flows.push(summary);
             series.append(&mut fs);
         }

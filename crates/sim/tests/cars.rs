@@ -249,3 +249,33 @@ fn a_reconnected_finite_transfer_asks_for_the_rest() {
     let fct = f.fct_s.expect("completed");
     assert!(fct > 6.0 && fct < 30.0, "{fct}");
 }
+
+#[test]
+fn a_plain_tcp_car_crosses_its_carrier_then_its_in_car_link() {
+    let text = r#"
+[run]
+duration_s = 5
+[[link]]
+id = "isp-a"
+rate_mbps = 20
+delay_ms = 20
+[[link]]
+id = "lan1"
+rate_mbps = 5
+delay_ms = 1
+[[flow]]
+id = "car1"
+kind = "tcp"
+cc = "cubic"
+paths = ["isp-a"]
+access = "lan1"
+"#;
+    let r = run(text);
+    let f = flow(&r, "car1");
+    let c = f.car.as_ref().unwrap();
+    assert_eq!(c.access.as_deref(), Some("lan1"));
+    assert!(c.balancer.is_none() && c.proxy.is_none());
+    // The slower in-car link is the bottleneck of the two hops.
+    assert!(f.goodput_bps < 5e6 && f.goodput_bps > 3.5e6, "{}", f.goodput_bps);
+    assert!(link(&r, "lan1").forwarded_packets > 1000);
+}
