@@ -837,3 +837,68 @@ fn proxy_lb_testbed_flags_out_of_range_are_input_errors() {
         );
     }
 }
+
+/// `railpath repro proxy-lb --testbed` (root, kernel MPTCP): the kernel side runs the load
+/// balancer and railpath-gateway's proxy with 1 and 2 car namespaces for 20 s each, and the
+/// report shows the kernel's totals beside the simulator's of the same length.
+#[test]
+fn proxy_lb_kernel_side_on_the_testbed() {
+    if let Err(e) = railpath_linkem::check_environment() {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "SKIP repro proxy-lb --testbed: {e}");
+        return;
+    }
+    let out = out_dir("repro-proxy-lb-testbed");
+    let o = Command::new(env!("CARGO_BIN_EXE_railpath"))
+        .args([
+            "repro",
+            "proxy-lb",
+            "--seeds",
+            "2",
+            "--testbed",
+            "--testbed-runs",
+            "1",
+            "--testbed-cars",
+            "2",
+            "--testbed-duration",
+            "20",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .expect("run railpath");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let v = summary_of("proxy-lb", &out);
+    for cars in 1..=2 {
+        for m in ["lb", "mptcp"] {
+            let (k, _, _, _) = number(&v, &format!("kernel-{m}-{cars}-cars-total-mbps"));
+            let (s, _, _, _) = number(&v, &format!("kernel-sim-{m}-{cars}-cars-total-mbps"));
+            // Both carried the cars' downloads over the emulated 40 + 30 Mbit/s carriers.
+            assert!((5.0..70.0).contains(&k), "kernel {m}, {cars} cars: {k}");
+            assert!((5.0..70.0).contains(&s), "simulator {m}, {cars} cars: {s}");
+        }
+    }
+    // The kernel's claim is computed from its own numbers.
+    let above = (1..=2).all(|n| {
+        number(&v, &format!("kernel-mptcp-{n}-cars-total-mbps")).0
+            > number(&v, &format!("kernel-lb-{n}-cars-total-mbps")).0
+    });
+    assert_eq!(claim_holds(&v, "kernel-mptcp-above-lb"), above);
+    // The report's kernel section has the table, one row per car count, and the runs' notes.
+    let report = std::fs::read_to_string(out.join("proxy-lb/report.html")).unwrap();
+    let section = report
+        .split("<h2>The real kernel</h2>")
+        .nth(1)
+        .expect("kernel section")
+        .split("<h2>")
+        .next()
+        .unwrap();
+    assert!(section.contains("kernel, per car"), "{section}");
+    assert_eq!(section.matches("<tr><td>").count(), 2, "{section}");
+    assert!(
+        section.contains("car1 balancer lb -&gt; isp-a"),
+        "{section}"
+    );
+    assert!(section.contains("car2 proxy"), "{section}");
+}

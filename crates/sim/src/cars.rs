@@ -494,7 +494,7 @@ impl RelayFlow {
     }
 
     fn down_fed(&self) -> u64 {
-        self.down.app.fed_bytes
+        self.down.app.fed.as_ref().map_or(0, |f| f.bytes)
     }
 
     pub fn sample(&mut self, width: Time) {

@@ -97,9 +97,15 @@ pub(crate) struct App {
     pub next: u64,
     /// A relay's onward leg: the lengths of the segments the relay has handed over and the
     /// sender has not taken yet (`None`: the application makes its own data).
-    pub fed: Option<std::collections::VecDeque<u32>>,
-    /// Bytes in `fed`.
-    pub fed_bytes: u64,
+    pub fed: Option<Box<Feed>>,
+}
+
+/// What a relay has handed its onward leg and the sender has not taken: segment lengths, and
+/// their bytes.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Feed {
+    pub segments: std::collections::VecDeque<u32>,
+    pub bytes: u64,
 }
 
 impl App {
@@ -114,19 +120,18 @@ impl App {
             mss,
             next: 0,
             fed: None,
-            fed_bytes: 0,
         }
     }
     /// An application that sends only what a relay hands it.
     pub fn fed(mss: u32) -> App {
         App {
-            fed: Some(std::collections::VecDeque::new()),
+            fed: Some(Box::default()),
             ..App::new(0, mss)
         }
     }
     pub fn has_data(&self) -> bool {
         match &self.fed {
-            Some(q) => !q.is_empty(),
+            Some(q) => !q.segments.is_empty(),
             None => self.total_segs.is_none_or(|n| self.next < n),
         }
     }
@@ -140,14 +145,14 @@ impl App {
     /// A relay hands the onward leg a segment of `len` bytes.
     pub fn feed(&mut self, len: u32) {
         if let Some(q) = &mut self.fed {
-            q.push_back(len);
-            self.fed_bytes += len as u64;
+            q.segments.push_back(len);
+            q.bytes += len as u64;
         }
     }
     pub fn take(&mut self) -> Option<(u64, u32)> {
         if let Some(q) = &mut self.fed {
-            let len = q.pop_front()?;
-            self.fed_bytes -= len as u64;
+            let len = q.segments.pop_front()?;
+            q.bytes -= len as u64;
             let d = self.next;
             self.next += 1;
             return Some((d, len));
@@ -403,6 +408,9 @@ impl TcpFlow {
         );
     }
 
+    // Always inlined: the plain tcp flow's hot path, which the balanced and relayed flows call
+    // too (out of line it cost 0.5% more instructions on the TCP bench case).
+    #[inline(always)]
     pub(crate) fn on_packet(&mut self, sub: u16, side: Side, p: &Packet, net: &mut Net) {
         if sub != self.sub {
             // A packet of a connection this flow has replaced.

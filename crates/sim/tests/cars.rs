@@ -276,6 +276,10 @@ access = "lan1"
     assert_eq!(c.access.as_deref(), Some("lan1"));
     assert!(c.balancer.is_none() && c.proxy.is_none());
     // The slower in-car link is the bottleneck of the two hops.
-    assert!(f.goodput_bps < 5e6 && f.goodput_bps > 3.5e6, "{}", f.goodput_bps);
+    assert!(
+        f.goodput_bps < 5e6 && f.goodput_bps > 3.5e6,
+        "{}",
+        f.goodput_bps
+    );
     assert!(link(&r, "lan1").forwarded_packets > 1000);
 }
