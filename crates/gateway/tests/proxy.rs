@@ -467,3 +467,74 @@ fn ground_mode_terminates_mptcp_and_enforces_the_connection_limit() {
     drop(stop_tx);
     let _ = server.join();
 }
+
+/// The peak resident memory of a process, kB (`VmHWM`, proc(5)).
+fn peak_rss_kb(pid: u32) -> u64 {
+    let t = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    t.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_slow_passenger_gets_every_byte_in_order_and_the_proxy_holds_only_its_buffer() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    skip_if_unavailable!(
+        "a_slow_passenger_gets_every_byte_in_order_and_the_proxy_holds_only_its_buffer"
+    );
+    let mut bed = build("pslow");
+    let pid = bed.daemon.child.id();
+    let before = peak_rss_kb(pid);
+    const DOWN: u64 = 48 * 1024 * 1024;
+    // The passenger reads 64 KiB every 5 ms (about 13 MB/s) while the server could send at
+    // veth speed: the proxy must hold the server back (its relay buffer is 64 KiB) rather than
+    // take the whole download into its memory.
+    let r: Result<Duration, String> = in_cli(&bed, || {
+        Box::pin(async {
+            let t0 = std::time::Instant::now();
+            let mut s = tokio::net::TcpStream::connect((SERVICE, MPTCP_PORT))
+                .await
+                .map_err(|e| format!("connect: {e}"))?;
+            s.write_all(&DOWN.to_be_bytes())
+                .await
+                .map_err(|e| e.to_string())?;
+            s.shutdown().await.map_err(|e| e.to_string())?;
+            let mut digest = [0u8; 32];
+            s.read_exact(&mut digest)
+                .await
+                .map_err(|e| format!("digest: {e}"))?;
+            let mut h = <sha2::Sha256 as sha2::Digest>::new();
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut got = 0u64;
+            loop {
+                let n = s
+                    .read(&mut buf)
+                    .await
+                    .map_err(|e| format!("download: {e}"))?;
+                if n == 0 {
+                    break;
+                }
+                sha2::Digest::update(&mut h, &buf[..n]);
+                got += n as u64;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let d: [u8; 32] = sha2::Digest::finalize(h).into();
+            if got != DOWN || d != Payload::sha256(DOWN, DOWN) {
+                return Err(format!("got {got} of {DOWN} B or SHA-256 mismatch"));
+            }
+            Ok(t0.elapsed())
+        })
+    });
+    let took = r.unwrap_or_else(|e| panic!("{e}\n{}", bed.daemon.log_text()));
+    // The reader's pace set the time (48 MiB at most 64 KiB per 5 ms: at least 3.8 s).
+    assert!(took >= Duration::from_secs(3), "{took:?}");
+    // The daemon's peak memory grew by far less than the 48 MiB it relayed.
+    let grew_kb = peak_rss_kb(pid).saturating_sub(before);
+    assert!(
+        grew_kb < 8 * 1024,
+        "the proxy's peak memory grew by {grew_kb} kB"
+    );
+    assert!(bed.daemon.alive());
+}
