@@ -957,6 +957,18 @@ fn discussion(d: &DiscIn) -> String {
             );
         }
     }
+    if let (Some(minrtt), Some(blest)) = (d.sched.first(), d.sched.get(2)) {
+        if (minrtt.0 - blest.0).abs() < 0.5 {
+            let _ = write!(
+                out,
+                " BLEST comes out with minRTT ({:.1} against {:.1} Mbit/s): it holds back from the slower subflow \
+                 only when what the faster one would send meanwhile could fill the connection's send window, and \
+                 with the 6 MiB receive buffer each connection has here its window is far above what it has in \
+                 flight, so it rarely or never waits.",
+                blest.0, minrtt.0
+            );
+        }
+    }
     if let Some(red) = d.sched.get(3) {
         let _ = write!(
             out,
