@@ -191,6 +191,29 @@ mod tests {
             let s = railpath_scenario::parse_str(&text, name).unwrap_or_else(|e| panic!("{e}"));
             s.validate().unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(s.run.duration_s, 60.0, "{name}");
+            // The PROXY-LB cases: the cars the name says, each behind the proxy (mptcp flows)
+            // or the balancer (tcp flows through it), each with its in-car link.
+            if let Some(rest) = name.strip_prefix("proxy-lb-") {
+                let cars: usize = rest.split('-').next().unwrap().parse().unwrap();
+                assert_eq!(s.flows.len(), cars, "{name}");
+                let (kind, balanced) = if name.contains("load-balancer") {
+                    (railpath_scenario::FlowKind::Tcp, true)
+                } else {
+                    (railpath_scenario::FlowKind::Mptcp, false)
+                };
+                for f in &s.flows {
+                    assert!(f.access.is_some(), "{name}");
+                    assert_eq!(f.kind, kind, "{name}");
+                    assert_eq!(s.balancer_index(&f.paths[0]).is_some(), balanced, "{name}");
+                }
+                if !balanced {
+                    assert!(
+                        name.contains(s.flows[0].scheduler.as_deref().unwrap()),
+                        "{name}"
+                    );
+                }
+                continue;
+            }
             // One measured flow; any other is cross traffic, which the name says.
             let cross = s.flows[1..]
                 .iter()
