@@ -898,28 +898,7 @@ impl Scenario {
                 ),
             ));
         }
-        if b.links.is_empty() {
-            return Err(c.err(
-                k("links"),
-                "expected at least one link id, e.g. links = [\"isp-a\", \"isp-b\"]",
-            ));
-        }
-        for (j, m) in b.links.iter().enumerate() {
-            let mk = k(&format!("links[{j}]"));
-            if self.link_index(m).is_none() {
-                let ids: Vec<String> = self.links.iter().map(|l| format!("{:?}", l.id)).collect();
-                return Err(c.err(
-                    mk,
-                    format!(
-                        "unknown link {m:?}; expected one of the [[link]] ids: {}",
-                        ids.join(", ")
-                    ),
-                ));
-            }
-            if b.links[..j].contains(m) {
-                return Err(c.err(mk, format!("link {m:?} is listed twice")));
-            }
-        }
+        self.link_list(c, &k("links"), &b.links, "links = [\"isp-a\", \"isp-b\"]")?;
         if let Some(d) = b.detect_ms {
             c.range(&k("detect_ms"), d, 0.0, false, MAX_OUTAGE_MS, "ms")?;
         }
@@ -997,6 +976,40 @@ impl Scenario {
         Ok(())
     }
 
+    /// A list of link ids (a bond's members, a balancer's links) at `key`: at least one, each
+    /// a known link, each once; `example` shows the key written right.
+    fn link_list(
+        &self,
+        c: &Check,
+        key: &str,
+        list: &[String],
+        example: &str,
+    ) -> Result<(), ScenarioError> {
+        if list.is_empty() {
+            return Err(c.err(
+                key,
+                format!("expected at least one link id, e.g. {example}"),
+            ));
+        }
+        for (j, m) in list.iter().enumerate() {
+            let mk = format!("{key}[{j}]");
+            if self.link_index(m).is_none() {
+                let ids: Vec<String> = self.links.iter().map(|l| format!("{:?}", l.id)).collect();
+                return Err(c.err(
+                    mk,
+                    format!(
+                        "unknown link {m:?}; expected one of the [[link]] ids: {}",
+                        ids.join(", ")
+                    ),
+                ));
+            }
+            if list[..j].contains(m) {
+                return Err(c.err(mk, format!("link {m:?} is listed twice")));
+            }
+        }
+        Ok(())
+    }
+
     fn validate_bond(&self, c: &Check, i: usize, b: &Bond) -> Result<(), ScenarioError> {
         let k = |x: &str| format!("bond[{i}].{x}");
         c.id(&k("id"), &b.id)?;
@@ -1015,28 +1028,12 @@ impl Scenario {
                 ),
             ));
         }
-        if b.members.is_empty() {
-            return Err(c.err(
-                k("members"),
-                "expected at least one link id, e.g. members = [\"wlan-a\", \"wlan-g\"]",
-            ));
-        }
-        for (j, m) in b.members.iter().enumerate() {
-            let mk = k(&format!("members[{j}]"));
-            if self.link_index(m).is_none() {
-                let ids: Vec<String> = self.links.iter().map(|l| format!("{:?}", l.id)).collect();
-                return Err(c.err(
-                    mk,
-                    format!(
-                        "unknown link {m:?}; expected one of the [[link]] ids: {}",
-                        ids.join(", ")
-                    ),
-                ));
-            }
-            if b.members[..j].contains(m) {
-                return Err(c.err(mk, format!("link {m:?} is listed twice")));
-            }
-        }
+        self.link_list(
+            c,
+            &k("members"),
+            &b.members,
+            "members = [\"wlan-a\", \"wlan-g\"]",
+        )?;
         if let Some(w) = &b.weights {
             if w.len() != b.members.len() {
                 return Err(c.err(
