@@ -48,6 +48,12 @@
 //! on any timing: the numbers are printed, the aims are judged in docs/performance.md. Byte counts
 //! and digests are checked (a mismatch is an error, not a number).
 
+// The integration tests' fixtures (commands, payloads, scratch directories, the metrics scraper,
+// the environment check), shared rather than copied.
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::{metric, sh, Payload, TempDir};
 use railpath_gateway::config::Config;
 use railpath_gateway::controller::Controller;
 use railpath_gateway::metrics::Metrics;
@@ -94,35 +100,15 @@ const CLEAR_M: f64 = 8000.0;
 // ---------------------------------------------------------------------------------------------
 // Environment: namespaces, commands, the daemon.
 
-/// Why the bench cannot run here, or None.
+/// Why the bench cannot run here, or None: the tests' conditions, and `sysctl`.
 fn skip_reason() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not root (network namespaces need CAP_NET_ADMIN)".into());
-    }
-    match std::fs::read_to_string("/proc/sys/net/mptcp/enabled") {
-        Ok(v) if v.trim() == "1" => {}
-        _ => return Some("kernel MPTCP absent or disabled (net.mptcp.enabled != 1)".into()),
-    }
-    for tool in ["ip", "nft", "sysctl"] {
-        if Command::new(tool).arg("-V").output().is_err() {
-            return Some(format!("`{tool}` is not installed (scripts/setup.sh)"));
-        }
-    }
-    None
-}
-
-/// Runs a command; panics with its stderr when it fails.
-fn sh(args: &[&str]) {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::skip_reason().or_else(|| {
+        Command::new("sysctl")
+            .arg("-V")
+            .output()
+            .is_err()
+            .then(|| "`sysctl` is not installed (scripts/setup.sh)".to_string())
+    })
 }
 
 /// The bench's namespaces (`rp-gwb-<pid>-<tag>`), deleted on drop, also after a panic.
@@ -229,25 +215,6 @@ fn enter_ns(path: &str) {
     assert_eq!(rc, 0, "setns {path}: {}", std::io::Error::last_os_error());
 }
 
-/// A scratch directory, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    /// Creates `$TMPDIR/rp-gwb-<pid>`.
-    fn new() -> Scratch {
-        let p = std::env::temp_dir().join(format!("rp-gwb-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Scratch(p)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// `railpath-gateway run` inside a namespace; killed on drop.
 struct Daemon {
     child: Child,
@@ -331,27 +298,9 @@ impl Drop for Daemon {
     }
 }
 
-/// GET /metrics from inside namespace `tag`; the body.
+/// GET /metrics from the daemon in namespace `tag` (the tests' scraper).
 fn scrape(tag: &str, addr: &'static str) -> String {
-    in_ns(tag, move || {
-        let mut s = TcpStream::connect(addr).expect("connect to the metrics port");
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-            .unwrap();
-        let mut out = String::new();
-        let _ = s.read_to_string(&mut out);
-        out.split_once("\r\n\r\n")
-            .map(|(_, b)| b.to_string())
-            .unwrap_or_default()
-    })
-}
-
-/// The value of the sample `series` (name with labels, exactly) in a metrics exposition.
-fn metric(text: &str, series: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series).and_then(|r| r.strip_prefix(' ')))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(f64::NAN)
+    common::scrape(&Net::name(tag), addr)
 }
 
 /// A counter of the kernel's MPTcpExt statistics (/proc/net/netstat) in namespace `tag`.
@@ -386,7 +335,7 @@ fn realtime_ns() -> i64 {
 
 struct Bed {
     _net: Net,
-    dir: Scratch,
+    dir: TempDir,
     proxy: Daemon,
     stop_server: Option<tokio::sync::oneshot::Sender<()>>,
     server: Option<std::thread::JoinHandle<()>>,
@@ -462,7 +411,7 @@ fn build_bed() -> Bed {
             ),
         ],
     );
-    let dir = Scratch::new();
+    let dir = TempDir::new("gwb");
     let cfg = format!(
         "[proxy]\nmode = \"train\"\nlisten = \"0.0.0.0:3129\"\n[metrics]\nlisten = \"{PROXY_METRICS}\"\n\
          [log]\nformat = \"json\"\nlevel = \"info\"\n"
@@ -590,34 +539,6 @@ async fn serve_conn(mut s: tokio::net::TcpStream) -> std::io::Result<()> {
         _ => {}
     }
     Ok(())
-}
-
-/// Deterministic pseudo-random bytes (splitmix64), `len` bytes from `seed`.
-struct Payload {
-    x: u64,
-    left: u64,
-}
-
-impl Payload {
-    /// The stream of `len` bytes from `seed`.
-    fn new(seed: u64, len: u64) -> Payload {
-        Payload { x: seed, left: len }
-    }
-
-    /// Fills the front of `buf` with the next bytes; how many (0 at the end).
-    fn fill(&mut self, buf: &mut [u8]) -> usize {
-        let n = (buf.len() as u64).min(self.left) as usize;
-        for chunk in buf[..n].chunks_mut(8) {
-            self.x = self.x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
-        }
-        self.left -= n as u64;
-        n
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1256,7 +1177,7 @@ fn measure_concurrent(bed: &Bed) {
     });
     let cpu = bed.proxy.cpu_s() - c0;
     let m1 = scrape("rtr", PROXY_METRICS);
-    let delta = |s: &str| metric(&m1, s) - metric(&m0, s);
+    let delta = |s: &str| metric(&m1, s).unwrap_or(f64::NAN) - metric(&m0, s).unwrap_or(f64::NAN);
     let mptcp = delta("railpath_gateway_connections_onward_total{transport=\"mptcp\"}");
     let fallback = delta("railpath_gateway_connections_onward_total{transport=\"fallback\"}");
     let failed: Vec<(usize, &String)> = results
@@ -1415,7 +1336,8 @@ fn actuation_daemon(bed: &Bed) {
     let prios = cap.finish();
     let prio_tx = mptcp_counter("rtr", "MPPrioTx") - prio0;
     let m = scrape("rtr", PHAD_METRICS);
-    let flips = metric(&m, "railpath_gateway_backup_flips_total{carrier=\"B\"}");
+    let flips =
+        metric(&m, "railpath_gateway_backup_flips_total{carrier=\"B\"}").unwrap_or(f64::NAN);
     assert!(
         daemon.stop(),
         "PHA-D daemon did not stop cleanly:\n{}",
