@@ -700,7 +700,7 @@ pub fn main(args: Args) -> Result<(), CliError> {
     let mut kernels: BTreeMap<String, Metrics> = BTreeMap::new();
     for c in &wanted {
         let s = load_case(c)?;
-        let mut r = railpath_sim::run(&s)?;
+        let mut r = railpath_sim::run(&s.validate()?)?;
         r.summary.scenario = c.name.clone();
         let dir = args.out.join(&c.name);
         crate::run::write_outputs(&dir.join("sim"), &r)?;

@@ -109,14 +109,19 @@ pub fn prepare(s: &Scenario, dir: &Path) -> Result<Option<Phad>, CliError> {
         ));
     }
     let end = Time::from_secs_f64(s.run.duration_s);
-    let table = railpath_sim::mechanisms::pha::table_for(s, f, end).map_err(CliError::Input)?;
+    let resolved = s.validate()?;
+    let table =
+        railpath_sim::mechanisms::pha::table_of(&resolved, fi, end).map_err(CliError::Input)?;
+    let spec = resolved.flows[fi]
+        .mptcp()
+        .ok_or_else(|| CliError::Failed(format!("flow {:?} is not an mptcp flow", f.id)))?;
     std::fs::create_dir_all(dir)
         .map_err(|e| CliError::Failed(format!("cannot create {}: {e}", dir.display())))?;
     let table_path = dir.join("handover-table.json");
     table
         .save(&table_path)
         .map_err(|e| CliError::Failed(e.to_string()))?;
-    let (lead, back) = railpath_sim::mechanisms::pha::phad_lead_back(s, f);
+    let (lead, back) = railpath_sim::mechanisms::pha::phad_lead_back(&resolved, spec);
     let mut carriers = Vec::new();
     for p in &f.paths {
         let c = s
@@ -139,7 +144,12 @@ pub fn prepare(s: &Scenario, dir: &Path) -> Result<Option<Phad>, CliError> {
     let motion = Motion::new(train);
     Ok(Some(Phad {
         feed: Feed {
-            offset_m: railpath_sim::mechanisms::pha::gps_offset(s, f),
+            offset_m: spec
+                .handover_aware()
+                .and_then(|m| m.aware())
+                .map_or(0.0, |a| {
+                    railpath_sim::mechanisms::pha::gps_offset(resolved.run.seed, &f.id, a)
+                }),
             sample: motion.sample_period(),
             motion,
             end,
@@ -409,10 +419,11 @@ mod tests {
         );
         assert!((rows[100][2] - 100.0).abs() < 1e-9);
         // The same offset as the simulator draws for this seed and flow.
-        let s = scenario("[\"pha-d\"]", "");
+        let s = scenario("[\"pha-d\"]", "").validate().unwrap();
+        let aware = s.flows[0].mptcp().unwrap().mechanisms[0].aware().unwrap();
         assert_eq!(
             offset,
-            railpath_sim::mechanisms::pha::gps_offset(&s, &s.flows[0])
+            railpath_sim::mechanisms::pha::gps_offset(s.run.seed, &s.flows[0].id, aware)
         );
         let _ = std::fs::remove_dir_all(d);
     }

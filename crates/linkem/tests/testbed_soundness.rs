@@ -35,7 +35,7 @@ fn reno_sawtooth_fills_the_emulated_queue() {
     }
     let s = railpath_scenario::parse_str(RENO, "reno-sawtooth.toml").unwrap();
     s.validate().unwrap();
-    let sim = railpath_sim::run(&s).unwrap();
+    let sim = railpath_sim::run(&s.validate().unwrap()).unwrap();
     let (tb, report) = run_scenario_with_report(&s).expect("testbed run");
     let (gs, gt) = (
         sim.summary.flows[0].goodput_bps,

@@ -122,7 +122,7 @@ fn first_below(v: &[f64], bin_s: f64, from: f64, level: f64) -> Option<f64> {
 
 fn one(job: &Job) -> Result<Out, String> {
     let s = scenario(job)?;
-    let r = railpath_sim::run(&s).map_err(|e| e.to_string())?;
+    let r = crate::simulate(&s)?;
     let f = r
         .summary
         .flows

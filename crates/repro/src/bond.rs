@@ -209,7 +209,7 @@ fn scenario(job: &Job) -> Result<Scenario, String> {
 
 fn one(job: &Job) -> Result<Out, String> {
     let s = scenario(job)?;
-    let r = railpath_sim::run(&s).map_err(|e| e.to_string())?;
+    let r = crate::simulate(&s)?;
     let f = &r.summary.flows[0];
     let mut out = Out {
         mbps: f.goodput_bps / 1e6,

@@ -182,6 +182,15 @@ pub fn run(which: &str, opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Vec
     Ok(out)
 }
 
+/// Run a scenario in the simulator: validated and resolved, then simulated. Every simulator run
+/// of a reproduction goes through here.
+pub(crate) fn simulate(
+    s: &railpath_scenario::Scenario,
+) -> Result<railpath_sim::RunResults, String> {
+    let r = s.validate().map_err(|e| e.to_string())?;
+    railpath_sim::run(&r).map_err(|e| e.to_string())
+}
+
 /// A number for a report's table: its mean with `digits` decimals and its 95% interval after it
 /// (the mean alone when the interval is a point: one seed, or runs that do not vary).
 pub(crate) fn fmt_number(n: &Number, digits: usize) -> String {

@@ -56,7 +56,13 @@ fn learn_table(base: &Scenario) -> Result<railpath_radio::table::HandoverTable, 
     s.flows[0].handover_table_learn_runs = Some(LEARN_RUNS);
     s.flows[0].handover_table_data = None;
     let end = Time::from_secs_f64(s.run.duration_s);
-    railpath_sim::mechanisms::pha::table_for(&s, &s.flows[0], end)
+    let r = s.validate().map_err(|e| e.to_string())?;
+    let radio = r.radio.as_ref().ok_or("the PHA scenario has carriers")?;
+    let gps = s.flows[0]
+        .gps_error_m
+        .unwrap_or(railpath_sim::mechanisms::pha::DEFAULT_GPS_ERROR_M);
+    railpath_sim::mechanisms::pha::learn_table(radio, LEARN_SEED, LEARN_RUNS, gps, end)
+        .map_err(|e| format!("flow {:?}: {e}", s.flows[0].id))
 }
 
 fn summarize(r: &railpath_sim::RunResults, flow: usize, keep_around: bool) -> Run {
@@ -179,13 +185,12 @@ fn run_all(
         if mi == 3 {
             let mut s = tcp.clone();
             s.run.seed = seed;
-            let r = railpath_sim::run(&s).map_err(|e| e.to_string())?;
+            let r = crate::simulate(&s)?;
             return Ok((0..r.summary.flows.len())
                 .map(|k| summarize(&r, k, false))
                 .collect::<Vec<_>>());
         }
-        let r = railpath_sim::run(&configured(base, si, MECHANISMS[mi], seed, None))
-            .map_err(|e| e.to_string())?;
+        let r = crate::simulate(&configured(base, si, MECHANISMS[mi], seed, None))?;
         Ok(vec![summarize(&r, 0, si == 0)])
     })?;
     log(&format!("pha: {} runs done", jobs.len()));
@@ -225,7 +230,7 @@ fn run_sweep(opts: &Options, base: &Scenario, log: &mut dyn FnMut(&str)) -> Resu
     }
     let results = par_map(opts.threads(), &jobs, |&(bi, si, mi, seed)| {
         let s = configured(base, si, MECHANISMS[mi], seed, Some(SWEEP_RBUF[bi]));
-        let r = railpath_sim::run(&s).map_err(|e| e.to_string())?;
+        let r = crate::simulate(&s)?;
         Ok(summarize(&r, 0, false))
     })?;
     log(&format!("pha: load sweep, {} runs done", jobs.len()));
@@ -721,9 +726,9 @@ fn kernel_comparison(
     let mut sim_fixed: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
     for (mi, m) in MECHS.iter().enumerate() {
         for seed in 1..=opts.kernel_runs {
-            let r = railpath_sim::run(&with(&lin, m, seed)).map_err(|e| e.to_string())?;
+            let r = crate::simulate(&with(&lin, m, seed))?;
             sim[mi].push(summarize(&r, 0, true));
-            let r = railpath_sim::run(&with(&fixed, m, seed)).map_err(|e| e.to_string())?;
+            let r = crate::simulate(&with(&fixed, m, seed))?;
             sim_fixed[mi].push(summarize(&r, 0, false));
         }
     }
@@ -891,7 +896,11 @@ fn kernel_comparison(
         &["plain".into(), "PHA-D".into()],
         &bars,
     );
-    let lead = railpath_sim::mechanisms::pha::phad_lead_back(&lin, &lin.flows[0]);
+    let resolved = lin.validate().map_err(|e| e.to_string())?;
+    let m = resolved.flows[0]
+        .mptcp()
+        .ok_or("the PHA scenario's flow is an mptcp flow")?;
+    let lead = railpath_sim::mechanisms::pha::phad_lead_back(&resolved, m);
     let html = format!(
         "<p>Upstream Linux has neither LIA nor minRTT, ECF, BLEST and Peekaboo, so here both sides run the kernel's \
          default scheduler with uncoupled CUBIC (<code>scheduler = \"linux-default\"</code>, <code>cc = \"uncoupled-cubic\"</code>), \

@@ -283,7 +283,7 @@ fn one(job: &Job) -> Result<Out, String> {
             l.outage_mode = railpath_scenario::OutageMode::Drop;
         }
     }
-    let r = railpath_sim::run(&s).map_err(|e| e.to_string())?;
+    let r = crate::simulate(&s)?;
     Ok(out_of(&s, &r))
 }
 
@@ -297,7 +297,7 @@ fn train(cc: &str, seed: u64) -> Result<f64, String> {
         &over,
     )
     .map_err(|e| e.to_string())?;
-    let r = railpath_sim::run(&s).map_err(|e| e.to_string())?;
+    let r = crate::simulate(&s)?;
     Ok(r.summary.flows.iter().map(|f| f.goodput_bps).sum::<f64>() / 1e6)
 }
 
@@ -1025,7 +1025,7 @@ fn kernel_comparison(
             let mut notes = Vec::new();
             for seed in 1..=runs {
                 let s = scenario(mode, cars, seed, Some(duration))?;
-                let r = railpath_sim::run(&s).map_err(|e| e.to_string())?;
+                let r = crate::simulate(&s)?;
                 sv.push(out_of(&s, &r).total);
                 done += 1;
                 log(&format!(

@@ -11,6 +11,26 @@ use link::{LinkDir, Wake};
 use packet::Packet;
 use railpath_core::Time;
 
+/// A change of a link's conditions at a point in time (a schedule step, an outage, a carrier's
+/// radio, a vertical handoff's release): the world applies a link's steps in time order with
+/// [`Net::apply_step`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StepAction {
+    /// Data-direction rate, bit/s.
+    Rate(u64),
+    /// Data-direction base one-way delay.
+    Delay(Time),
+    /// Data-direction random loss probability.
+    Loss(f64),
+    /// Both directions stop delivering until the given time.
+    OutageStart(Time),
+    OutageEnd,
+    /// Radio model: delay added to both directions (weak signal).
+    ExtraDelay(Time),
+    /// Radio model: loss probability added in the data direction (weak signal).
+    ExtraLoss(f64),
+}
+
 /// Which end of a transport connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -195,6 +215,28 @@ impl Net {
                 Hop::Dir(next) => self.enqueue(next, p),
                 Hop::Bond(bd) => self.bond_enter(bd, p),
                 Hop::Sink(e) => sink(self, e, &p),
+            }
+        }
+    }
+
+    /// Apply one step to a link's two directions (`fwd` carries data, `rev` ACKs).
+    pub fn apply_step(&mut self, fwd: u32, rev: u32, action: StepAction) {
+        match action {
+            StepAction::Rate(r) => self.dirs[fwd as usize].rate_bps = r,
+            StepAction::Delay(d) => self.dirs[fwd as usize].base_delay = d,
+            StepAction::Loss(p) => self.dirs[fwd as usize].loss = p,
+            StepAction::ExtraDelay(d) => {
+                self.dirs[fwd as usize].extra_delay = d;
+                self.dirs[rev as usize].extra_delay = d;
+            }
+            StepAction::ExtraLoss(p) => self.dirs[fwd as usize].extra_loss = p,
+            StepAction::OutageStart(until) => {
+                self.outage_start(fwd, until);
+                self.outage_start(rev, until);
+            }
+            StepAction::OutageEnd => {
+                self.outage_end(fwd);
+                self.outage_end(rev);
             }
         }
     }
