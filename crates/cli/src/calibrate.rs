@@ -603,7 +603,7 @@ fn kernel_side(
             "calibrate: {} on the testbed ({} s)",
             c.name, s.run.duration_s
         );
-        let (mut r, _) = railpath_linkem::run::run_scenario_with_report(&s)
+        let (mut r, _) = railpath_testbed::plain::run_scenario_with_report(&s.validate()?)
             .map_err(|e| CliError::Failed(format!("case {}: testbed: {e}", c.name)))?;
         r.summary.scenario = c.name.clone();
         crate::run::write_outputs(&out.join(&c.name).join("kernel"), &r)?;
@@ -694,7 +694,7 @@ pub fn main(args: Args) -> Result<(), CliError> {
         )?),
     };
     if testbed.is_some() {
-        railpath_linkem::run::install_interrupt_handler();
+        railpath_testbed::install_interrupt_handler();
     }
     let mut sims: BTreeMap<String, Metrics> = BTreeMap::new();
     let mut kernels: BTreeMap<String, Metrics> = BTreeMap::new();

@@ -27,6 +27,9 @@ pub struct Resolved {
     /// Where the scenario came from (file path or preset name), for messages.
     pub source: String,
     pub run: Run,
+    /// `[tcp]` with Linux's defaults filled in: what acts on a whole host (the testbed's
+    /// `tcp_rmem`/`tcp_wmem`); each flow has its own layered configuration.
+    pub tcp: TcpConfig,
     pub links: Vec<LinkSpec>,
     pub bonds: Vec<BondSpec>,
     pub balancers: Vec<BalancerSpec>,
@@ -102,6 +105,15 @@ impl FlowSpec {
         match &self.transport {
             Transport::Mptcp(m) => Some(m),
             _ => None,
+        }
+    }
+    /// The flow's TCP configuration (its `tcp` over `[tcp]` over Linux's defaults); a udp flow
+    /// has none.
+    pub fn tcp_config(&self) -> Option<&TcpConfig> {
+        match &self.transport {
+            Transport::Tcp(t) => Some(&t.tcp),
+            Transport::Mptcp(m) => Some(&m.tcp),
+            Transport::Udp(_) => None,
         }
     }
     /// The flow's udp settings, if it is a udp flow.
@@ -500,6 +512,23 @@ pub(crate) fn resolve(s: &Scenario) -> Result<Resolved, ScenarioError> {
     let carrier_index = |id: &str| s.carriers.iter().position(|c| c.id == id);
     let mut links = Vec::with_capacity(s.links.len());
     for (i, l) in s.links.iter().enumerate() {
+        for (name, key, loaded) in [
+            (&l.trace, "trace", l.trace_ms.is_some()),
+            (
+                &l.reverse_trace,
+                "reverse_trace",
+                l.reverse_trace_ms.is_some(),
+            ),
+        ] {
+            if let (Some(file), false) = (name, loaded) {
+                return Err(err(
+                    format!("link[{i}].{key}"),
+                    format!(
+                        "the trace {file:?} was not read (load the scenario with railpath_scenario::load)"
+                    ),
+                ));
+            }
+        }
         let carrier = match &l.carrier {
             Some(c) => Some(carrier_index(c).ok_or_else(|| {
                 err(
@@ -663,6 +692,7 @@ pub(crate) fn resolve(s: &Scenario) -> Result<Resolved, ScenarioError> {
     Ok(Resolved {
         source: s.source.clone(),
         run: s.run.clone(),
+        tcp: s.tcp.resolved(),
         links,
         bonds,
         balancers,

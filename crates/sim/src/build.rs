@@ -144,17 +144,9 @@ impl Builder<'_> {
             fwd.wifi = Some(mac);
             fwd.rate_bps = mac.saturation_bps(1500).round() as u64;
         }
+        // Resolution refused a trace it did not read.
         if let Some(t) = &l.trace_ms {
             fwd.trace = Some(Trace::new(Arc::from(t.as_slice())));
-        } else if l.trace.is_some() {
-            return Err(SimError::Input(railpath_scenario::ScenarioError::new(
-                &self.r.source,
-                format!("link[{i}].trace"),
-                format!(
-                    "the trace {:?} was not read (load the scenario with railpath_scenario::load)",
-                    l.trace.as_deref().unwrap_or_default()
-                ),
-            )));
         }
         if let Some((cc, _)) = carrier {
             // Drop if either the link or its carrier says so (as the emulator does).
