@@ -8,9 +8,11 @@
 //! - [`cars`]: the train's cars (flows with an in-car link) through railpath-gateway's proxy or
 //!   a load balancer (the PROXY-LB paper).
 //!
-//! [`run`] picks the one a scenario needs. Needs root, TUN and kernel MPTCP
+//! [`run`] picks the one a scenario needs; [`calibrate`] holds the simulator-against-kernel
+//! outage cases (`railpath calibrate`). Needs root, TUN and kernel MPTCP
 //! (`railpath_linkem::check_environment` says what is missing). See docs/testbed.md.
 
+pub mod calibrate;
 pub mod cars;
 pub mod phad;
 pub mod plain;
