@@ -459,6 +459,19 @@ fn receiver_mp_prio_goes_out_on_an_ack_and_applies_when_it_arrives() {
 }
 
 #[test]
+#[ignore = "defect, reported: the MP_PRIO ACK advertises the subflow's tcp.receive_window_bytes \
+            (6 MiB), not the data-level window every other ACK carries; the sender ignores an \
+            MP_PRIO ACK's window, so no output changes, but a packet capture shows it"]
+fn receiver_mp_prio_ack_advertises_the_data_level_window() {
+    let (mut h, _, _) =
+        prio_fixture("{ t_s = 0.5, path = \"b\", backup = true, by = \"receiver\" }");
+    h.at_ms(500);
+    // As every ACK of this connection: the 100-segment buffer, 100 x 1000 B, relative to
+    // DATA_ACK 0 (Linux sends MP_PRIO on an ordinary ACK of the subflow, with its window).
+    assert_eq!(acks(&h.take_acks(1)), [ack(0, 0, 100_000).mp_prio(1, true)]);
+}
+
+#[test]
 fn sender_mp_prio_applies_at_once_without_a_packet() {
     let (mut h, d0, d1) =
         prio_fixture("{ t_s = 0.5, path = \"b\", backup = true, by = \"sender\" }");

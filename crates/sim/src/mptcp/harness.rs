@@ -256,6 +256,12 @@ impl Ack {
             ..self
         }
     }
+    pub fn mp_prio(self, sub: u64, backup: bool) -> Ack {
+        Ack {
+            mp_prio: Some((sub, backup)),
+            ..self
+        }
+    }
 }
 
 pub(crate) fn acks(ps: &[Packet]) -> Vec<Ack> {
