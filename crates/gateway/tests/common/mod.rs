@@ -3,6 +3,8 @@
 //! `rp-gw-<pid>-<tag>` and deleted on drop, also when a test panics.
 #![allow(dead_code)]
 
+pub mod dashboard;
+
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{Read, Write};
@@ -411,11 +413,16 @@ pub async fn transfer_on(
 
 /// MPTcpExtMPPrioTx of the namespace the calling thread is in.
 pub fn mpprio_tx() -> u64 {
+    mptcp_mib("MPPrioTx")
+}
+
+/// One MPTcpExt counter of the namespace the calling thread is in.
+pub fn mptcp_mib(key: &str) -> u64 {
     let t = std::fs::read_to_string("/proc/thread-self/net/netstat").unwrap();
     let mut lines = t.lines();
     while let (Some(h), Some(v)) = (lines.next(), lines.next()) {
         if h.starts_with("MPTcpExt:") {
-            let i = h.split_whitespace().position(|k| k == "MPPrioTx").unwrap();
+            let i = h.split_whitespace().position(|k| k == key).unwrap();
             return v.split_whitespace().nth(i).unwrap().parse().unwrap();
         }
     }
@@ -527,8 +534,9 @@ pub fn log_events(log: &str, msg: &str) -> Vec<serde_json::Value> {
 // still established both ways (`__mptcp_subflow_connect`); a passenger that half-closes after
 // its request puts the onward connection in FIN_WAIT, which keeps its subflows but gets no new
 // ones. HTTP clients do not half-close, so the tests of address changes and carrier returns use
-// this framing: a 16-byte header (download size, upload size), the upload, the server's SHA-256
-// of it, the download, and the client closes first.
+// this framing: a 24-byte header (download size, upload size, download pace in bytes per 100 ms,
+// 0 for as fast as possible), the upload, the server's SHA-256 of it, the download, and the
+// client closes first.
 
 /// Serves the framed protocol on `service:port` until `stop`.
 pub async fn framed_server_main(
@@ -543,12 +551,13 @@ pub async fn framed_server_main(
                 continue;
             };
             tokio::spawn(async move {
-                let mut hdr = [0u8; 16];
+                let mut hdr = [0u8; 24];
                 if s.read_exact(&mut hdr).await.is_err() {
                     return;
                 }
                 let down = u64::from_be_bytes(hdr[..8].try_into().unwrap());
-                let up = u64::from_be_bytes(hdr[8..].try_into().unwrap());
+                let up = u64::from_be_bytes(hdr[8..16].try_into().unwrap());
+                let pace = u64::from_be_bytes(hdr[16..].try_into().unwrap()) as usize;
                 let mut h = Sha256::new();
                 let mut buf = vec![0u8; 64 * 1024];
                 let mut left = up;
@@ -567,8 +576,15 @@ pub async fn framed_server_main(
                     return;
                 }
                 let mut p = Payload::new(down, down);
+                let mut tick = tokio::time::interval(Duration::from_millis(100));
                 loop {
-                    let n = p.fill(&mut buf);
+                    let chunk = if pace > 0 {
+                        tick.tick().await;
+                        pace.min(buf.len())
+                    } else {
+                        buf.len()
+                    };
+                    let n = p.fill(&mut buf[..chunk]);
                     if n == 0 || s.write_all(&buf[..n]).await.is_err() {
                         break;
                     }
@@ -643,13 +659,16 @@ pub async fn framed_transfer(
     Ok(())
 }
 
-/// Framed transfers, `per_batch` started every `gap` (so that a thousand SYNs do not all meet in
-/// one emulated queue), each within `timeout`; the results in order.
+/// Framed transfers (`pace` as in [`framed_transfer`]), `per_batch` started every `gap` (so that a
+/// thousand SYNs do not all meet in one emulated queue), each within `timeout`; the results in
+/// order.
+#[allow(clippy::too_many_arguments)]
 pub async fn framed_transfers(
     service: &str,
     port: u16,
     seed_base: u64,
     sizes: &[(u64, u64)],
+    pace: u64,
     per_batch: usize,
     gap: Duration,
     timeout: Duration,
