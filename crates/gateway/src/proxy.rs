@@ -536,6 +536,78 @@ mod tests {
         assert_eq!(m.bytes_down.load(Relaxed), 5);
     }
 
+    #[tokio::test]
+    async fn a_downlink_pause_mid_stream_is_a_stall_and_an_answer_to_a_request_is_not() {
+        let (mut client, pa, pb, mut server) = setup().await;
+        let m = Metrics::new(&[]);
+        let m2 = m.clone();
+        let task = tokio::spawn(async move {
+            let opt = RelayOptions {
+                buf_bytes: 4096,
+                idle: Duration::from_secs(30),
+                sample_b_rtt: false,
+                stall_after: Some(Duration::from_millis(150)),
+                cut: None,
+            };
+            relay_with(pa, pb, opt, &m2).await
+        });
+        let mut buf = [0u8; 64];
+        // A request, answered after 300 ms: waiting for an answer is not a stall.
+        client.write_all(b"GET").await.unwrap();
+        let mut got = [0u8; 3];
+        server.read_exact(&mut got).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        server.write_all(b"part1").await.unwrap();
+        client.read_exact(&mut buf[..5]).await.unwrap();
+        assert_eq!(m.stall_book().unknown(), (0.0, 0));
+        // Mid-stream, 300 ms without a byte and nothing from the passenger: a stall.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        server.write_all(b"part2").await.unwrap();
+        client.read_exact(&mut buf[..5]).await.unwrap();
+        let (secs, n) = m.stall_book().unknown();
+        assert_eq!(n, 1);
+        assert!((0.25..5.0).contains(&secs), "{secs}");
+        // A short pause (below 150 ms): no stall.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        server.write_all(b"part3").await.unwrap();
+        client.read_exact(&mut buf[..5]).await.unwrap();
+        assert_eq!(m.stall_book().unknown().1, 1);
+        drop(client);
+        drop(server);
+        let _ = task.await;
+    }
+
+    #[tokio::test]
+    async fn the_end_of_the_drain_resets_both_sides() {
+        let (mut client, pa, pb, mut server) = setup().await;
+        let m = Metrics::new(&[]);
+        let (cut_tx, cut_rx) = watch::channel(false);
+        let m2 = m.clone();
+        let task = tokio::spawn(async move {
+            let opt = RelayOptions {
+                buf_bytes: 4096,
+                idle: Duration::from_secs(30),
+                sample_b_rtt: false,
+                stall_after: None,
+                cut: Some(cut_rx),
+            };
+            relay_with(pa, pb, opt, &m2).await
+        });
+        client.write_all(b"x").await.unwrap();
+        let mut b = [0u8; 1];
+        server.read_exact(&mut b).await.unwrap();
+        cut_tx.send(true).unwrap();
+        assert_eq!(task.await.unwrap().unwrap(), RelayEnd::Cut);
+        // Both ends see a reset, not an orderly end that could pass for a complete reply.
+        for s in [&mut client, &mut server] {
+            let r = s.read(&mut b).await;
+            assert!(
+                matches!(r, Err(ref e) if e.kind() == io::ErrorKind::ConnectionReset),
+                "{r:?}"
+            );
+        }
+    }
+
     #[tokio::test(start_paused = true)]
     async fn idle_pair_is_closed() {
         let (_client, pa, pb, _server) = setup().await;

@@ -366,7 +366,7 @@ fn a_thousand_transfers_survive_a_carrier_losing_every_packet_and_one_going_down
             "[proxy]\nmode = \"train\"\nlisten = \"0.0.0.0:3129\"\nmax_connections = 4096\n[metrics]\nlisten = \"127.0.0.1:9464\"\n[log]\nformat = \"json\"\nlevel = \"info\"\n\
              [phad]\ntable = {:?}\nrtt_ms = 20\nposition = {{ source = \"replay\", path = {:?} }}\n\
              [health]\nprobe = \"10.201.0.1:9\"\ninterval_ms = 200\ntimeout_ms = 500\nfailures = 3\n\
-             [figures]\nstall_after_ms = 500\nposition_bin_m = 100\nlog_every_s = 2\n\
+             [figures]\nstall_after_ms = 250\nposition_bin_m = 100\nlog_every_s = 2\n\
              [[carrier]]\nname = \"A\"\nendpoint_id = 1\ninterface = \"car0\"\n[[carrier]]\nname = \"B\"\nendpoint_id = 2\ninterface = \"car1\"\n",
             dir.0.join("table.json").display().to_string(),
             dir.0.join("feed.csv").display().to_string(),

@@ -600,20 +600,23 @@ pub async fn framed_server_main(
     }
 }
 
-/// One framed transfer through the proxy: upload `up` bytes, download `down`, both SHA-checked.
+/// One framed transfer through the proxy: upload `up` bytes, download `down` (at `pace` bytes per
+/// 100 ms, 0: at once), both SHA-checked.
 pub async fn framed_transfer(
     service: &str,
     port: u16,
     seed: u64,
     up: u64,
     down: u64,
+    pace: u64,
 ) -> Result<(), String> {
     let mut s = tokio::net::TcpStream::connect((service, port))
         .await
         .map_err(|e| format!("connect: {e}"))?;
-    let mut hdr = [0u8; 16];
+    let mut hdr = [0u8; 24];
     hdr[..8].copy_from_slice(&down.to_be_bytes());
-    hdr[8..].copy_from_slice(&up.to_be_bytes());
+    hdr[8..16].copy_from_slice(&up.to_be_bytes());
+    hdr[16..].copy_from_slice(&pace.to_be_bytes());
     s.write_all(&hdr).await.map_err(|e| e.to_string())?;
     let mut p = Payload::new(seed, up);
     let mut h = Sha256::new();
@@ -682,7 +685,7 @@ pub async fn framed_transfers(
         tasks.push(tokio::spawn(async move {
             tokio::time::timeout(
                 timeout,
-                framed_transfer(&svc, port, seed_base + i as u64, up, down),
+                framed_transfer(&svc, port, seed_base + i as u64, up, down, pace),
             )
             .await
             .unwrap_or_else(|_| Err("timed out".into()))
