@@ -17,8 +17,8 @@
 //!
 //! Dead reckoning ([`crate::position::estimate`]): while the position is carried from the last
 //! fix, the zones the rule tests are widened by the position's error on both sides (the table's
-//! zones, each start lowered and end raised by the error rounded to whole metres, then united:
-//! the one predictor, `railpath_radio::table::Predictor`, run on a widened table).
+//! zones, each start lowered and end raised by the error, then united: the one predictor,
+//! `railpath_radio::table::Predictor`, run on a widened table).
 
 use crate::config::{millis, CarrierConfig, Config, DeadReckoningConfig, HealthConfig, PhadConfig};
 use crate::drain::{Drain, DrainParams, DrainTracker, LeadAdapter};
@@ -152,7 +152,7 @@ struct Phad {
     table: HandoverTable,
     predictor: Predictor,
     /// The predictor on the table widened by this many metres (dead reckoning).
-    widened: Option<(u64, Predictor)>,
+    widened: Option<(f64, Predictor)>,
     /// Fixed lead time, or `None`: one measured RTT (see [`Metrics::rtt_estimate`]).
     lead: Option<Time>,
     /// Fixed RTT (the return margin before a zone's end), or `None`: measured.
@@ -188,15 +188,18 @@ impl Phad {
         }
     }
 
-    /// The predictor for zones widened by `error_m` (rounded to whole metres).
+    /// The predictor for zones widened by `error_m`. The widening is exact, not rounded: the
+    /// error grows far slower than a moving train, so a zone's widened end stays ahead of the
+    /// train only while it is really in it; a rounded widening that jumps by more than the
+    /// train moves in a tick would pull the end forward past it and flip the carrier back and
+    /// forth.
     fn predictor_for(&mut self, error_m: f64) -> &Predictor {
-        let w = error_m.max(0.0).round() as u64;
-        if w == 0 {
+        if error_m <= 0.0 || !error_m.is_finite() {
             return &self.predictor;
         }
-        if self.widened.as_ref().map(|(x, _)| *x) != Some(w) {
-            let p = Predictor::new(&widened_table(&self.table, w as f64));
-            self.widened = Some((w, p));
+        if self.widened.as_ref().map(|(x, _)| *x) != Some(error_m) {
+            let p = Predictor::new(&widened_table(&self.table, error_m));
+            self.widened = Some((error_m, p));
         }
         &self.widened.as_ref().expect("set above").1
     }
