@@ -6,7 +6,11 @@
 //!   appearing (measured and printed), the carrier's backup state re-applied;
 //! - 1000 concurrent transfers while carrier A loses every packet and comes back, then carrier B's
 //!   interface goes down and up: every transfer SHA-verified, failover and failback times in the
-//!   metrics; the Grafana dashboard's queries checked against the scrape of this run.
+//!   metrics; the Grafana dashboard's queries checked against the scrape of this run;
+//! - SIGTERM with transfers running: they finish within the drain time, a connection that does
+//!   not is reset when it runs out, and new connections are refused meanwhile;
+//! - SIGHUP with a bad table or configuration: refused, the old table kept, connections
+//!   untouched; then a good table: taken.
 //!
 //! Needs root, TUN and kernel MPTCP; otherwise prints SKIP and passes. One test at a time.
 
@@ -567,4 +571,253 @@ fn a_thousand_transfers_survive_a_carrier_losing_every_packet_and_one_going_down
     assert!(problems.is_empty(), "{problems:#?}");
     println!("dashboard: {checked} queries checked against the scrape");
     assert_eq!(get("railpath_gateway_connections_error_total"), 0.0, "{m}");
+}
+
+/// Sends `sig` to the daemon.
+fn signal(d: &Daemon, sig: i32) {
+    // SAFETY: signalling our own child by its pid.
+    unsafe { libc::kill(d.child.id() as i32, sig) };
+}
+
+#[test]
+fn sigterm_lets_running_transfers_finish_and_resets_what_outlasts_the_drain() {
+    let name = "sigterm_lets_running_transfers_finish_and_resets_what_outlasts_the_drain";
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    skip_if_unavailable!(name);
+    if let Err(e) = check_environment() {
+        println!("SKIP {name}: {e}");
+        return;
+    }
+    const DRAIN_S: f64 = 8.0;
+    let mut bed = build("term", 20, 200, |_| {
+        format!(
+            "[proxy]\nmode = \"train\"\nlisten = \"0.0.0.0:3129\"\n[metrics]\nlisten = \"127.0.0.1:9464\"\n[log]\nformat = \"json\"\nlevel = \"info\"\n\
+             [shutdown]\ndrain_s = {DRAIN_S}\n"
+        )
+    });
+    let cli = bed.tb.client_ns(0).unwrap().to_string();
+    let svc = bed.tb.server_addr().to_string();
+    // Ten passengers downloading 1.5 MB each over 2 x 20 Mbit/s (about 3 s), and one that holds
+    // its connection open without ever finishing.
+    let (c2, s2) = (cli.clone(), svc.clone());
+    let transfers_thread = std::thread::spawn(move || {
+        in_ns(&c2, move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let sizes = vec![(10_000u64, 1_500_000u64); 10];
+                framed_transfers(
+                    &s2,
+                    7000,
+                    500,
+                    &sizes,
+                    0,
+                    0,
+                    Duration::ZERO,
+                    Duration::from_secs(60),
+                )
+                .await
+            })
+        })
+    });
+    let (c3, s3) = (cli.clone(), svc.clone());
+    let held = std::thread::spawn(move || {
+        in_ns(&c3, move || {
+            use std::io::{Read, Write};
+            let mut s =
+                std::net::TcpStream::connect((s3.as_str(), 7000)).map_err(|e| e.to_string())?;
+            // Asks for 100 MB at 1 kB per 100 ms: it would take hours.
+            let mut hdr = [0u8; 24];
+            hdr[..8].copy_from_slice(&100_000_000u64.to_be_bytes());
+            hdr[16..].copy_from_slice(&1000u64.to_be_bytes());
+            s.write_all(&hdr).map_err(|e| e.to_string())?;
+            s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+            let mut buf = [0u8; 4096];
+            loop {
+                match s.read(&mut buf) {
+                    Ok(0) => return Err("closed in order: would pass for a complete reply".into()),
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(()),
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+        })
+    });
+    let rtr = bed.rtr();
+    assert!(wait_until(Duration::from_secs(10), || bed
+        .m("railpath_gateway_connections_active")
+        >= 11.0));
+    std::thread::sleep(Duration::from_millis(500));
+    let t_term = Instant::now();
+    signal(&bed.daemon, libc::SIGTERM);
+    // Draining: still alive, saying so, and refusing new passengers.
+    assert!(wait_until(Duration::from_secs(5), || bed
+        .m("railpath_gateway_draining")
+        == 1.0));
+    assert!(bed.daemon.alive());
+    let refused = in_ns(&cli, move || {
+        std::net::TcpStream::connect((svc.as_str(), 7000)).is_err()
+    });
+    assert!(refused, "a new connection was accepted while draining");
+    let results = transfers_thread.join().unwrap();
+    let t_done = t_term.elapsed();
+    assert_all_transferred(&results, &bed.daemon.log_text());
+    // The held connection is reset when the drain time runs out, and the daemon exits.
+    let held = held.join().unwrap();
+    let t_cut = t_term.elapsed();
+    assert_eq!(held, Ok(()), "{}", bed.daemon.log_text());
+    let exited = wait_until(Duration::from_secs(10), || !bed.daemon.alive());
+    assert!(exited, "the daemon did not exit after the drain");
+    let status = bed.daemon.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    println!(
+        "SIGTERM: transfers done {:.2} s after it, the held connection reset after {:.2} s (drain {DRAIN_S} s)",
+        t_done.as_secs_f64(),
+        t_cut.as_secs_f64()
+    );
+    assert!(t_done.as_secs_f64() < DRAIN_S && t_cut.as_secs_f64() >= DRAIN_S);
+    let log = bed.daemon.log_text();
+    let over = log_events(&log, "drain time over: resetting the relays still running");
+    assert!(over.len() == 1 && over[0]["fields"]["relays"] == 1, "{log}");
+    assert!(!log_events(&log, "stopped").is_empty(), "{log}");
+    let _ = rtr;
+}
+
+#[test]
+fn sighup_refuses_a_bad_table_or_config_keeps_the_old_one_and_takes_a_good_one() {
+    let name = "sighup_refuses_a_bad_table_or_config_keeps_the_old_one_and_takes_a_good_one";
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    skip_if_unavailable!(name);
+    if let Err(e) = check_environment() {
+        println!("SKIP {name}: {e}");
+        return;
+    }
+    let cfg_path = std::cell::RefCell::new(None);
+    let mut bed = build("hup", 20, 200, |dir| {
+        write_phad_inputs(dir);
+        let text = format!(
+            "[proxy]\nmode = \"train\"\nlisten = \"0.0.0.0:3129\"\n[metrics]\nlisten = \"127.0.0.1:9464\"\n[log]\nformat = \"json\"\nlevel = \"info\"\n\
+             [phad]\ntable = {:?}\nrtt_ms = 20\nposition = {{ source = \"replay\", path = {:?}, loop = true }}\n\
+             [[carrier]]\nname = \"A\"\nendpoint_id = 1\ninterface = \"car0\"\n[[carrier]]\nname = \"B\"\nendpoint_id = 2\ninterface = \"car1\"\n",
+            dir.0.join("table.json").display().to_string(),
+            dir.0.join("feed.csv").display().to_string(),
+        );
+        *cfg_path.borrow_mut() = Some((
+            dir.0.join("gateway.toml"),
+            dir.0.join("table.json"),
+            text.clone(),
+        ));
+        text
+    });
+    let (cfg, table, text) = cfg_path.into_inner().unwrap();
+    let backup = |c: &str| {
+        bed.m(&format!(
+            "railpath_gateway_carrier_backup{{carrier=\"{c}\"}}"
+        ))
+    };
+    assert!(wait_until(Duration::from_secs(10), || backup("A") == 1.0));
+    let cli = bed.tb.client_ns(0).unwrap().to_string();
+    let svc = bed.tb.server_addr().to_string();
+    let transfers_thread = std::thread::spawn(move || {
+        in_ns(&cli, move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let sizes = vec![(10_000u64, 2_000_000u64); 10];
+                framed_transfers(
+                    &svc,
+                    7000,
+                    700,
+                    &sizes,
+                    0,
+                    0,
+                    Duration::ZERO,
+                    Duration::from_secs(60),
+                )
+                .await
+            })
+        })
+    });
+    assert!(wait_until(Duration::from_secs(10), || bed
+        .m("railpath_gateway_connections_active")
+        >= 10.0));
+    let good = std::fs::read_to_string(&table).unwrap();
+    // 1. A table cut short: refused, the old one stays (A still backup where the old table says).
+    std::fs::write(&table, &good[..good.len() / 2]).unwrap();
+    signal(&bed.daemon, libc::SIGHUP);
+    let refused = |n: f64| bed.m("railpath_gateway_config_reloads_total{result=\"refused\"}") == n;
+    assert!(
+        wait_until(Duration::from_secs(5), || refused(1.0)),
+        "{}",
+        bed.daemon.log_text()
+    );
+    assert_eq!(bed.m("railpath_gateway_config_reload_failed"), 1.0);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(backup("A"), 1.0);
+    let log = bed.daemon.log_text();
+    let r = log_events(
+        &log,
+        "SIGHUP: reload refused; the running configuration and handover table stay in use",
+    );
+    assert!(
+        r.len() == 1
+            && r[0]["fields"]["error"]
+                .as_str()
+                .unwrap()
+                .contains("table.json"),
+        "{log}"
+    );
+    // 2. A configuration with a misspelt key: refused too.
+    std::fs::write(&table, &good).unwrap();
+    std::fs::write(&cfg, text.replace("rtt_ms = 20", "rtt_msec = 20")).unwrap();
+    signal(&bed.daemon, libc::SIGHUP);
+    assert!(wait_until(Duration::from_secs(5), || refused(2.0)));
+    assert_eq!(backup("A"), 1.0);
+    // 3. A good table that moves the zone at 1000 m from A to B: taken.
+    std::fs::write(&cfg, &text).unwrap();
+    std::fs::write(
+        &table,
+        good.replace(
+            "\"A\": {\"zones\": [{\"start_m\": 900.0",
+            "\"A\": {\"zones\": [{\"start_m\": 90000.0",
+        )
+        .replace("\"end_m\": 1100.0", "\"end_m\": 90100.0")
+        .replace(
+            "\"start_m\": 50000.0, \"end_m\": 50100.0",
+            "\"start_m\": 900.0, \"end_m\": 1100.0",
+        ),
+    )
+    .unwrap();
+    signal(&bed.daemon, libc::SIGHUP);
+    assert!(
+        wait_until(Duration::from_secs(5), || backup("A") == 0.0
+            && backup("B") == 1.0),
+        "{}\n{}",
+        std::fs::read_to_string(&table).unwrap(),
+        bed.daemon.log_text()
+    );
+    assert_eq!(
+        bed.m("railpath_gateway_config_reloads_total{result=\"ok\"}"),
+        1.0
+    );
+    assert_eq!(bed.m("railpath_gateway_config_reload_failed"), 0.0);
+    // The passengers noticed nothing.
+    let results = transfers_thread.join().unwrap();
+    assert_all_transferred(&results, &bed.daemon.log_text());
+    let m = bed.metrics();
+    assert_eq!(
+        metric(&m, "railpath_gateway_connections_accepted_total"),
+        Some(10.0),
+        "{m}"
+    );
+    assert_eq!(
+        metric(&m, "railpath_gateway_connections_error_total"),
+        Some(0.0),
+        "{m}"
+    );
+    assert!(bed.daemon.alive());
 }
