@@ -817,6 +817,49 @@ endpoint_addr = "10.2.0.2"
     }
 
     #[test]
+    fn service_keys_have_defaults_and_ranges() {
+        let c = Config::parse(GOOD, "gw.toml").unwrap();
+        assert_eq!(c.shutdown.drain_s, 30.0);
+        assert_eq!(c.figures.stall_after_ms, 500.0);
+        assert!(c.carriers[0].manage_endpoint);
+        let dr = c.phad.unwrap().dead_reckoning;
+        assert_eq!(
+            (dr.max_s, dr.max_error_m, dr.accel_mps2),
+            (120.0, 500.0, 0.3)
+        );
+        let e = err(&GOOD.replace(
+            "rtt_ms = 80",
+            "rtt_ms = 80\ndead_reckoning = { max_s = -1 }",
+        ));
+        assert!(e.contains("phad.dead_reckoning.max_s"), "{e}");
+        let e = err(&GOOD.replace(
+            "rtt_ms = 80",
+            "rtt_ms = 80\ndead_reckoning = { max_sec = 1 }",
+        ));
+        assert!(e.contains("max_sec"), "{e}");
+        let e = err(&format!("{GOOD}\n[shutdown]\ndrain_s = 7200\n"));
+        assert!(e.contains("shutdown.drain_s"), "{e}");
+        let e = err(&format!("{GOOD}\n[figures]\nposition_bin_m = 0\n"));
+        assert!(e.contains("figures.position_bin_m"), "{e}");
+        // Probes need a target with a port, and a carrier with an interface to go out of.
+        let ok = format!("{GOOD}\n[health]\nprobe = \"192.0.2.1:443\"\n");
+        assert_eq!(
+            Config::parse(&ok, "gw.toml")
+                .unwrap()
+                .health
+                .unwrap()
+                .failures,
+            3
+        );
+        let e = err(&ok.replace(":443", ":0"));
+        assert!(e.contains("health.probe"), "{e}");
+        let e = err(&ok.replace("interface = \"wwan0\"\n", ""));
+        assert!(e.contains("key `health`") && e.contains("interface"), "{e}");
+        let e = err(&format!("{ok}failures = 0\n"));
+        assert!(e.contains("health.failures"), "{e}");
+    }
+
+    #[test]
     fn empty_config_is_an_error() {
         let e = err("");
         assert!(e.contains("nothing to do"), "{e}");
