@@ -876,17 +876,20 @@ impl Controller {
             .map(|p| p.last_lead)
             .unwrap_or(Time::ZERO);
         let mut traffic = vec![false; self.carriers.len()];
-        for i in 0..self.carriers.len() {
-            let c = &mut self.carriers[i];
+        let mut drains = Vec::new();
+        for (i, (c, busy)) in self.carriers.iter_mut().zip(&mut traffic).enumerate() {
             let Some(cur) = c.interface.as_deref().and_then(figures::read_counters) else {
                 continue;
             };
             if let Some(prev) = c.counters.replace(cur) {
-                traffic[i] = figures::is_traffic(&prev, &cur);
+                *busy = figures::is_traffic(&prev, &cur);
             }
             if let Some(done) = c.drain.sample(t, cur.rx_bytes) {
-                self.report_drain(i, done, lead);
+                drains.push((i, done));
             }
+        }
+        for (i, done) in drains {
+            self.report_drain(i, done, lead);
         }
         for i in 0..self.carriers.len() {
             let other = (0..self.carriers.len())

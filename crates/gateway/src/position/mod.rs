@@ -489,7 +489,7 @@ async fn run_replay(
     let mut t0 = Instant::now();
     loop {
         for p in &points {
-            tokio::time::sleep_until((t0 + Duration::from_secs_f64(p.t_s)).into()).await;
+            tokio::time::sleep_until(t0 + Duration::from_secs_f64(p.t_s)).await;
             let st = match p.fix {
                 Some((position_m, speed_mps)) => PositionState::Fix {
                     fix: Fix {
