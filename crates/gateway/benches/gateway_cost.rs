@@ -1228,7 +1228,7 @@ fn actuation_controller(bed: &Bed, passengers: usize) {
         for k in 0..2 * ACTUATIONS {
             let backup = k % 2 == 0;
             let pos = if backup { IN_ZONE_M } else { CLEAR_M };
-            let now = Instant::now();
+            let now = tokio::time::Instant::now();
             let st = PositionState::Fix {
                 fix: Fix {
                     position_m: pos,

@@ -65,6 +65,24 @@ pub struct ProxyConfig {
     pub buffer_bytes: usize,
 }
 
+/// What SIGTERM does.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShutdownConfig {
+    /// The proxy stops accepting and lets running relays finish for this long; the ones still
+    /// running then are reset (0: at once).
+    #[serde(default = "default_drain_timeout_s")]
+    pub drain_s: f64,
+}
+
+impl Default for ShutdownConfig {
+    fn default() -> Self {
+        ShutdownConfig {
+            drain_s: default_drain_timeout_s(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MetricsConfig {
@@ -121,6 +139,12 @@ pub struct CarrierConfig {
     /// JSON pointer to the cell id in `cell_command`'s output (e.g. "/modem/location/3gpp/cid").
     #[serde(default)]
     pub cell_pointer: Option<String>,
+    /// With `interface`: the gateway keeps the carrier's MPTCP endpoint on the interface's
+    /// current address (a modem that re-attaches with a new address, an address removed and back)
+    /// and removes it while the carrier is down (link down, no address, failed probes). Set false
+    /// when another daemon (mptcpd, NetworkManager) manages the endpoints.
+    #[serde(default = "yes")]
+    pub manage_endpoint: bool,
 }
 
 /// Where the train's position comes from.
@@ -185,6 +209,82 @@ pub struct PhadConfig {
     #[serde(default)]
     pub adaptive_lead: bool,
     pub position: PositionConfig,
+    /// Between fixes (a tunnel, a GPS without fix) the position is carried along the track from
+    /// the last speed, with an error that grows with the time since the last fix.
+    #[serde(default)]
+    pub dead_reckoning: DeadReckoningConfig,
+}
+
+/// How far the position is carried from the last fix (crate::position::estimate).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeadReckoningConfig {
+    /// The longest time since the last fix the position is carried (0: never; a position older
+    /// than `stale_after_ms` is then lost at once).
+    #[serde(default = "default_dr_max_s")]
+    pub max_s: f64,
+    /// The largest error the position may have; beyond it the position is lost.
+    #[serde(default = "default_dr_max_error_m")]
+    pub max_error_m: f64,
+    /// Uncertainty of the last speed (GPS speed noise, a speed that was already changing).
+    #[serde(default = "default_dr_speed_error_mps")]
+    pub speed_error_mps: f64,
+    /// The largest acceleration or braking the train may do unseen.
+    #[serde(default = "default_dr_accel_mps2")]
+    pub accel_mps2: f64,
+}
+
+impl Default for DeadReckoningConfig {
+    fn default() -> Self {
+        DeadReckoningConfig {
+            max_s: default_dr_max_s(),
+            max_error_m: default_dr_max_error_m(),
+            speed_error_mps: default_dr_speed_error_mps(),
+            accel_mps2: default_dr_accel_mps2(),
+        }
+    }
+}
+
+/// Active probing of each carrier (crate::health).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HealthConfig {
+    /// TCP target of the probes, sent from each carrier's address and interface; an answer of
+    /// any kind (SYN-ACK or RST) means the carrier works.
+    pub probe: SocketAddr,
+    #[serde(default = "default_probe_interval_ms")]
+    pub interval_ms: f64,
+    /// A probe unanswered for this long failed.
+    #[serde(default = "default_probe_timeout_ms")]
+    pub timeout_ms: f64,
+    /// Consecutive failed probes after which the carrier is down.
+    #[serde(default = "default_probe_failures")]
+    pub failures: u32,
+}
+
+/// The operator's figures (crate::figures).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FiguresConfig {
+    /// A passenger download that receives nothing for this long mid-stream is stalled.
+    #[serde(default = "default_stall_after_ms")]
+    pub stall_after_ms: f64,
+    /// Width of the position bins of the stall figures.
+    #[serde(default = "default_position_bin_m")]
+    pub position_bin_m: f64,
+    /// Period of the figures' lines in the JSON log (0: never).
+    #[serde(default = "default_log_every_s")]
+    pub log_every_s: f64,
+}
+
+impl Default for FiguresConfig {
+    fn default() -> Self {
+        FiguresConfig {
+            stall_after_ms: default_stall_after_ms(),
+            position_bin_m: default_position_bin_m(),
+            log_every_s: default_log_every_s(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -212,6 +312,11 @@ pub struct Config {
     #[serde(default, rename = "carrier")]
     pub carriers: Vec<CarrierConfig>,
     pub handover_log: Option<HandoverLogConfig>,
+    pub health: Option<HealthConfig>,
+    #[serde(default)]
+    pub figures: FiguresConfig,
+    #[serde(default)]
+    pub shutdown: ShutdownConfig,
 }
 
 fn yes() -> bool {
@@ -248,6 +353,39 @@ fn default_tick_ms() -> f64 {
 }
 fn default_cell_poll_ms() -> f64 {
     1000.0
+}
+fn default_drain_timeout_s() -> f64 {
+    30.0
+}
+fn default_dr_max_s() -> f64 {
+    120.0
+}
+fn default_dr_max_error_m() -> f64 {
+    500.0
+}
+fn default_dr_speed_error_mps() -> f64 {
+    1.0
+}
+fn default_dr_accel_mps2() -> f64 {
+    0.3
+}
+fn default_probe_interval_ms() -> f64 {
+    500.0
+}
+fn default_probe_timeout_ms() -> f64 {
+    1000.0
+}
+fn default_probe_failures() -> u32 {
+    3
+}
+fn default_stall_after_ms() -> f64 {
+    500.0
+}
+fn default_position_bin_m() -> f64 {
+    100.0
+}
+fn default_log_every_s() -> f64 {
+    60.0
 }
 
 pub fn secs(s: f64) -> Duration {
@@ -461,6 +599,21 @@ impl Config {
                 )?,
                 PositionConfig::Replay { .. } => {}
             }
+            let dr = &ph.dead_reckoning;
+            in_range("phad.dead_reckoning.max_s", dr.max_s, 0.0, 3600.0)?;
+            in_range(
+                "phad.dead_reckoning.max_error_m",
+                dr.max_error_m,
+                0.0,
+                100_000.0,
+            )?;
+            in_range(
+                "phad.dead_reckoning.speed_error_mps",
+                dr.speed_error_mps,
+                0.0,
+                100.0,
+            )?;
+            in_range("phad.dead_reckoning.accel_mps2", dr.accel_mps2, 0.0, 20.0)?;
             if let PositionConfig::Nmea { baud: Some(b), .. } = &ph.position {
                 if ![4800u32, 9600, 19200, 38400, 57600, 115200].contains(b) {
                     return Err(bad(
@@ -470,6 +623,33 @@ impl Config {
                 }
             }
         }
+        if let Some(h) = &self.health {
+            in_range("health.interval_ms", h.interval_ms, 10.0, 600_000.0)?;
+            in_range("health.timeout_ms", h.timeout_ms, 10.0, 600_000.0)?;
+            if !(1..=1000).contains(&h.failures) {
+                return Err(bad(
+                    "health.failures",
+                    format!("expected 1..=1000, got {}", h.failures),
+                ));
+            }
+            if h.probe.port() == 0 {
+                return Err(bad(
+                    "health.probe",
+                    "expected a target with a port other than 0".into(),
+                ));
+            }
+            if !self.carriers.iter().any(|c| c.interface.is_some()) {
+                return Err(bad(
+                    "health",
+                    "probes go out through each carrier's `interface`; no carrier has one".into(),
+                ));
+            }
+        }
+        in_range("shutdown.drain_s", self.shutdown.drain_s, 0.0, 3600.0)?;
+        let f = &self.figures;
+        in_range("figures.stall_after_ms", f.stall_after_ms, 10.0, 600_000.0)?;
+        in_range("figures.position_bin_m", f.position_bin_m, 1.0, 1_000_000.0)?;
+        in_range("figures.log_every_s", f.log_every_s, 0.0, 86_400.0)?;
         if let Some(h) = &self.handover_log {
             if self.phad.is_none() {
                 return Err(bad(
@@ -634,6 +814,49 @@ endpoint_addr = "10.2.0.2"
             "the value is quoted in full: {} bytes",
             e.len()
         );
+    }
+
+    #[test]
+    fn service_keys_have_defaults_and_ranges() {
+        let c = Config::parse(GOOD, "gw.toml").unwrap();
+        assert_eq!(c.shutdown.drain_s, 30.0);
+        assert_eq!(c.figures.stall_after_ms, 500.0);
+        assert!(c.carriers[0].manage_endpoint);
+        let dr = c.phad.unwrap().dead_reckoning;
+        assert_eq!(
+            (dr.max_s, dr.max_error_m, dr.accel_mps2),
+            (120.0, 500.0, 0.3)
+        );
+        let e = err(&GOOD.replace(
+            "rtt_ms = 80",
+            "rtt_ms = 80\ndead_reckoning = { max_s = -1 }",
+        ));
+        assert!(e.contains("phad.dead_reckoning.max_s"), "{e}");
+        let e = err(&GOOD.replace(
+            "rtt_ms = 80",
+            "rtt_ms = 80\ndead_reckoning = { max_sec = 1 }",
+        ));
+        assert!(e.contains("max_sec"), "{e}");
+        let e = err(&format!("{GOOD}\n[shutdown]\ndrain_s = 7200\n"));
+        assert!(e.contains("shutdown.drain_s"), "{e}");
+        let e = err(&format!("{GOOD}\n[figures]\nposition_bin_m = 0\n"));
+        assert!(e.contains("figures.position_bin_m"), "{e}");
+        // Probes need a target with a port, and a carrier with an interface to go out of.
+        let ok = format!("{GOOD}\n[health]\nprobe = \"192.0.2.1:443\"\n");
+        assert_eq!(
+            Config::parse(&ok, "gw.toml")
+                .unwrap()
+                .health
+                .unwrap()
+                .failures,
+            3
+        );
+        let e = err(&ok.replace(":443", ":0"));
+        assert!(e.contains("health.probe"), "{e}");
+        let e = err(&ok.replace("interface = \"wwan0\"\n", ""));
+        assert!(e.contains("key `health`") && e.contains("interface"), "{e}");
+        let e = err(&format!("{ok}failures = 0\n"));
+        assert!(e.contains("health.failures"), "{e}");
     }
 
     #[test]

@@ -25,9 +25,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 /// One observation from the modem side.
@@ -87,7 +88,8 @@ pub fn cell_from_json(out: &str, pointer: &str) -> Result<String, String> {
 /// Turns observations into handover records.
 pub struct HandoverLogger {
     path: PathBuf,
-    predictor: Option<Predictor>,
+    /// The controller's current table (replaced on a SIGHUP reload).
+    predictor: watch::Receiver<Option<Predictor>>,
     position: watch::Receiver<PositionState>,
     stale: Duration,
     metrics: Arc<Metrics>,
@@ -107,7 +109,7 @@ pub struct LogRecord {
 impl HandoverLogger {
     pub fn new(
         path: PathBuf,
-        predictor: Option<Predictor>,
+        predictor: watch::Receiver<Option<Predictor>>,
         position: watch::Receiver<PositionState>,
         stale: Duration,
         metrics: Arc<Metrics>,
@@ -154,7 +156,7 @@ impl HandoverLogger {
             warn!(carrier = %o.carrier, from = %from, to = %to, "handover observed without a valid position; not logged");
             return None;
         };
-        let predicted = self.predictor.as_ref().is_some_and(|p| {
+        let predicted = self.predictor.borrow().as_ref().is_some_and(|p| {
             p.predict_carrier(&o.carrier, fix.position_m, fix.speed_mps, Time::ZERO)
                 .map(|v| v.iter().any(|z| z.in_zone))
                 .unwrap_or(false)
@@ -402,7 +404,7 @@ mod tests {
         let m = Metrics::new(&[("A".into(), None)]);
         let mut l = HandoverLogger::new(
             "/dev/null".into(),
-            Some(Predictor::new(&t)),
+            watch::channel(Some(Predictor::new(&t))).1,
             rx,
             Duration::from_secs(2),
             m.clone(),

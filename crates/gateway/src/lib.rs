@@ -11,8 +11,11 @@
 pub mod config;
 pub mod controller;
 pub mod drain;
+pub mod figures;
 pub mod handover_log;
+pub mod health;
 pub mod metrics;
+pub mod netmon;
 /// The PHA-D decision rule, shared with the simulator (`railpath_radio::phad`).
 pub use railpath_radio::phad;
 pub mod pm;

@@ -2,10 +2,11 @@
 //! (format 0.0.4, https://prometheus.io/docs/instrumenting/exposition_formats/) served on
 //! `GET /metrics`. A full HTTP stack is not needed for one read-only page.
 
+use crate::figures::StallBook;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -28,6 +29,30 @@ pub struct CarrierMetrics {
     pub drains_measured: AtomicU64,
     /// Flips after which the carrier was still receiving when its zone began.
     pub late_flips: AtomicU64,
+    /// 1 while the carrier is up (link up, an address, probes answered).
+    pub up: AtomicI64,
+    /// Time up, down, and backup while up, microseconds (crate::figures).
+    pub up_us: AtomicU64,
+    pub down_us: AtomicU64,
+    pub backup_us: AtomicU64,
+    /// Times the carrier went down.
+    pub failures: AtomicU64,
+    /// Failover and failback times: last, sum and count, microseconds.
+    pub failover_last_us: AtomicU64,
+    pub failover_sum_us: AtomicU64,
+    pub failovers: AtomicU64,
+    pub failback_last_us: AtomicU64,
+    pub failback_sum_us: AtomicU64,
+    pub failbacks: AtomicU64,
+    /// Unix times (milliseconds) of the last loss, failover, return and failback.
+    pub last_down_unix_ms: AtomicU64,
+    pub last_failover_unix_ms: AtomicU64,
+    pub last_up_unix_ms: AtomicU64,
+    pub last_failback_unix_ms: AtomicU64,
+    /// Endpoint added, removed or moved to a new address by the gateway.
+    pub endpoint_changes: AtomicU64,
+    /// Probes that went unanswered.
+    pub probe_failures: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -55,22 +80,46 @@ pub struct Metrics {
     pub lead_us: AtomicU64,
     /// 1 while the PHA-D controller runs.
     pub phad_active: AtomicI64,
+    /// 1 while the position is dead-reckoned (no fresh fix); its error in millimetres.
+    pub dead_reckoning: AtomicI64,
+    pub position_error_mm: AtomicU64,
+    /// SIGHUP reloads applied and refused; 1 while the last one was refused.
+    pub reloads_ok: AtomicU64,
+    pub reloads_refused: AtomicU64,
+    pub reload_failed: AtomicI64,
+    /// 1 while draining after SIGTERM; relays cut when the drain time ran out.
+    pub draining: AtomicI64,
+    pub drain_cut: AtomicU64,
+    /// Stall-seconds per position bin (crate::figures).
+    pub stalls: Mutex<StallBook>,
     pub carriers: Vec<CarrierMetrics>,
 }
 
 impl Metrics {
     pub fn new(carriers: &[(String, Option<String>)]) -> Arc<Metrics> {
+        Metrics::with_bins(carriers, 100.0)
+    }
+
+    /// With stall bins of `bin_m` metres.
+    pub fn with_bins(carriers: &[(String, Option<String>)], bin_m: f64) -> Arc<Metrics> {
         Arc::new(Metrics {
             carriers: carriers
                 .iter()
                 .map(|(n, i)| CarrierMetrics {
                     name: n.clone(),
                     interface: i.clone(),
+                    up: AtomicI64::new(1),
                     ..Default::default()
                 })
                 .collect(),
+            stalls: Mutex::new(StallBook::new(bin_m)),
             ..Default::default()
         })
+    }
+
+    /// The stall book (a poisoned lock is taken over: it holds only numbers).
+    pub fn stall_book(&self) -> std::sync::MutexGuard<'_, StallBook> {
+        self.stalls.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Folds an RTT sample (microseconds) into the estimate: the first sample is taken as is,
@@ -219,8 +268,84 @@ impl Metrics {
             "Times PHA-D fell back to all carriers regular because the position was lost or stale.",
             self.fallbacks_all_regular.load(Relaxed).to_string(),
         );
+        one(
+            "railpath_gateway_position_dead_reckoning",
+            "gauge",
+            "1 while the position is carried from the last fix (tunnel, GPS without fix), with a growing error.",
+            self.dead_reckoning.load(Relaxed).to_string(),
+        );
+        one(
+            "railpath_gateway_position_error_meters",
+            "gauge",
+            "Dead-reckoning error of the position; the zones PHA-D tests are widened by it.",
+            format!("{}", self.position_error_mm.load(Relaxed) as f64 / 1000.0),
+        );
+        one(
+            "railpath_gateway_config_reload_failed",
+            "gauge",
+            "1 while the last SIGHUP reload was refused (the previous configuration and table are in use).",
+            self.reload_failed.load(Relaxed).to_string(),
+        );
+        one(
+            "railpath_gateway_draining",
+            "gauge",
+            "1 while the daemon lets running relays finish after SIGTERM.",
+            self.draining.load(Relaxed).to_string(),
+        );
+        one(
+            "railpath_gateway_drain_cut_total",
+            "counter",
+            "Relays still running when the drain time ran out, cut at exit.",
+            self.drain_cut.load(Relaxed).to_string(),
+        );
+        let _ = writeln!(
+            o,
+            "# HELP railpath_gateway_config_reloads_total SIGHUP reloads of the configuration and handover table, applied (ok) or refused.\n# TYPE railpath_gateway_config_reloads_total counter"
+        );
+        for (k, v) in [("ok", &self.reloads_ok), ("refused", &self.reloads_refused)] {
+            let _ = writeln!(
+                o,
+                "railpath_gateway_config_reloads_total{{result=\"{k}\"}} {}",
+                v.load(Relaxed)
+            );
+        }
+        {
+            let book = self.stall_book();
+            let _ = writeln!(
+                o,
+                "# HELP railpath_gateway_stall_seconds_total Seconds passenger downloads were stalled mid-stream, per position bin along the track (bin start, metres; \"unknown\" without a position).\n# TYPE railpath_gateway_stall_seconds_total counter"
+            );
+            let bins = book.bins();
+            let (us, un) = book.unknown();
+            for (m, secs, _) in &bins {
+                let _ = writeln!(
+                    o,
+                    "railpath_gateway_stall_seconds_total{{position_m=\"{}\"}} {secs}",
+                    railpath_core::show_num(*m)
+                );
+            }
+            let _ = writeln!(
+                o,
+                "railpath_gateway_stall_seconds_total{{position_m=\"unknown\"}} {us}"
+            );
+            let _ = writeln!(
+                o,
+                "# HELP railpath_gateway_stalls_total Passenger download stalls, per position bin where they began.\n# TYPE railpath_gateway_stalls_total counter"
+            );
+            for (m, _, n) in &bins {
+                let _ = writeln!(
+                    o,
+                    "railpath_gateway_stalls_total{{position_m=\"{}\"}} {n}",
+                    railpath_core::show_num(*m)
+                );
+            }
+            let _ = writeln!(
+                o,
+                "railpath_gateway_stalls_total{{position_m=\"unknown\"}} {un}"
+            );
+        }
         type Get = fn(&CarrierMetrics) -> String;
-        let per: [(&str, &str, &str, Get); 10] = [
+        let per: [(&str, &str, &str, Get); 28] = [
             (
                 "railpath_gateway_carrier_backup",
                 "gauge",
@@ -281,6 +406,121 @@ impl Metrics {
                 "Flips to backup after which the carrier was still receiving when its predicted zone began: raise phad.lead_time_ms.",
                 |c| c.late_flips.load(Relaxed).to_string(),
             ),
+            (
+                "railpath_gateway_carrier_up",
+                "gauge",
+                "1 while the carrier is up (link up, a usable address, probes answered).",
+                |c| c.up.load(Relaxed).to_string(),
+            ),
+            (
+                "railpath_gateway_carrier_up_seconds_total",
+                "counter",
+                "Time the carrier was up since the daemon started.",
+                |c| us_s(&c.up_us),
+            ),
+            (
+                "railpath_gateway_carrier_down_seconds_total",
+                "counter",
+                "Time the carrier was down since the daemon started.",
+                |c| us_s(&c.down_us),
+            ),
+            (
+                "railpath_gateway_carrier_availability_ratio",
+                "gauge",
+                "Time up over time observed since the daemon started.",
+                |c| {
+                    let (u, d) = (c.up_us.load(Relaxed), c.down_us.load(Relaxed));
+                    if u + d == 0 {
+                        "1".into()
+                    } else {
+                        format!("{}", u as f64 / (u + d) as f64)
+                    }
+                },
+            ),
+            (
+                "railpath_gateway_carrier_backup_seconds_total",
+                "counter",
+                "Time the carrier's endpoint was backup while the carrier was up.",
+                |c| us_s(&c.backup_us),
+            ),
+            (
+                "railpath_gateway_carrier_failures_total",
+                "counter",
+                "Times the carrier went down (link down, address gone, probes unanswered).",
+                |c| c.failures.load(Relaxed).to_string(),
+            ),
+            (
+                "railpath_gateway_carrier_last_failover_seconds",
+                "gauge",
+                "Last failover: from the carrier's loss to the first traffic on the other carriers after its endpoint was removed.",
+                |c| us_s(&c.failover_last_us),
+            ),
+            (
+                "railpath_gateway_carrier_failover_seconds_sum",
+                "counter",
+                "Sum of the measured failover times (with _count: the mean).",
+                |c| us_s(&c.failover_sum_us),
+            ),
+            (
+                "railpath_gateway_carrier_failover_seconds_count",
+                "counter",
+                "Failovers measured.",
+                |c| c.failovers.load(Relaxed).to_string(),
+            ),
+            (
+                "railpath_gateway_carrier_last_failback_seconds",
+                "gauge",
+                "Last failback: from the carrier's return to the first traffic on it.",
+                |c| us_s(&c.failback_last_us),
+            ),
+            (
+                "railpath_gateway_carrier_failback_seconds_sum",
+                "counter",
+                "Sum of the measured failback times (with _count: the mean).",
+                |c| us_s(&c.failback_sum_us),
+            ),
+            (
+                "railpath_gateway_carrier_failback_seconds_count",
+                "counter",
+                "Failbacks measured.",
+                |c| c.failbacks.load(Relaxed).to_string(),
+            ),
+            (
+                "railpath_gateway_carrier_last_down_timestamp_seconds",
+                "gauge",
+                "Unix time of the carrier's last loss (0: never).",
+                |c| ms_s(&c.last_down_unix_ms),
+            ),
+            (
+                "railpath_gateway_carrier_last_failover_timestamp_seconds",
+                "gauge",
+                "Unix time traffic last moved off the carrier to the others (0: never).",
+                |c| ms_s(&c.last_failover_unix_ms),
+            ),
+            (
+                "railpath_gateway_carrier_last_up_timestamp_seconds",
+                "gauge",
+                "Unix time of the carrier's last return (0: never).",
+                |c| ms_s(&c.last_up_unix_ms),
+            ),
+            (
+                "railpath_gateway_carrier_last_failback_timestamp_seconds",
+                "gauge",
+                "Unix time traffic last came back to the carrier (0: never).",
+                |c| ms_s(&c.last_failback_unix_ms),
+            ),
+            (
+                "railpath_gateway_endpoint_changes_total",
+                "counter",
+                "MPTCP endpoint of the carrier added, removed or moved to a new address by the gateway.",
+                |c| c.endpoint_changes.load(Relaxed).to_string(),
+            ),
+            (
+                "railpath_gateway_probe_failures_total",
+                "counter",
+                "Probes through the carrier that went unanswered.",
+                |c| c.probe_failures.load(Relaxed).to_string(),
+            ),
         ];
         for (name, kind, help, get) in per {
             let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
@@ -309,6 +549,14 @@ impl Metrics {
     }
 }
 
+fn us_s(a: &AtomicU64) -> String {
+    format!("{}", a.load(Relaxed) as f64 / 1e6)
+}
+
+fn ms_s(a: &AtomicU64) -> String {
+    format!("{}", a.load(Relaxed) as f64 / 1e3)
+}
+
 fn escape(s: &str) -> String {
     s.replace('\\', "\\\\")
         .replace('"', "\\\"")
@@ -317,10 +565,16 @@ fn escape(s: &str) -> String {
 
 /// A carrier interface's kernel byte counter (`dir`: "rx" or "tx"); `None` if unreadable.
 pub fn iface_counter(ifname: &str, dir: &str) -> Option<u64> {
-    if ifname.contains('/') || ifname.contains("..") {
+    iface_stat(ifname, &format!("{dir}_bytes"))
+}
+
+/// One of an interface's kernel statistics (`rx_bytes`, `tx_packets`, ...); `None` if
+/// unreadable or if the name is not a plain interface name.
+pub fn iface_stat(ifname: &str, key: &str) -> Option<u64> {
+    if ifname.contains('/') || ifname.contains("..") || key.contains('/') {
         return None;
     }
-    let p = PathBuf::from(format!("/sys/class/net/{ifname}/statistics/{dir}_bytes"));
+    let p = PathBuf::from(format!("/sys/class/net/{ifname}/statistics/{key}"));
     std::fs::read_to_string(p).ok()?.trim().parse().ok()
 }
 

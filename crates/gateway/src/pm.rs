@@ -10,6 +10,13 @@
 //! section 3.3.8). iproute2's ip/ipmptcp.c (`ip mptcp endpoint change id N backup`) issues the
 //! same request; it was read to understand the message layout, not copied.
 //!
+//! Endpoints are also added and removed (`MPTCP_PM_CMD_ADD_ADDR = 1`, `MPTCP_PM_CMD_DEL_ADDR =
+//! 2`; `mptcp_pm_nl_add_addr_doit` / `mptcp_pm_nl_del_addr_doit`): adding a `subflow` endpoint
+//! makes the kernel open a subflow from it on every established connection
+//! (`mptcp_nl_add_subflow_or_signal_addr`), removing one closes every subflow using it and sends
+//! REMOVE_ADDR to the peer (`mptcp_nl_remove_subflow_and_signal_addr`, RFC 8684 section 3.4.2),
+//! so the peer stops sending on them at once and reinjects what they had in flight.
+//!
 //! Framing uses the netlink-packet-core / -generic crates; the socket is netlink-sys.
 
 use netlink_packet_core::{
@@ -27,6 +34,8 @@ use std::os::fd::AsRawFd;
 
 pub const MPTCP_PM_NAME: &str = "mptcp_pm";
 pub const MPTCP_PM_VER: u8 = 1;
+pub const MPTCP_PM_CMD_ADD_ADDR: u8 = 1;
+pub const MPTCP_PM_CMD_DEL_ADDR: u8 = 2;
 pub const MPTCP_PM_CMD_GET_ADDR: u8 = 3;
 pub const MPTCP_PM_CMD_SET_FLAGS: u8 = 7;
 pub const MPTCP_PM_ATTR_ADDR: u16 = 1;
@@ -257,6 +266,38 @@ pub fn set_flags_word(current: u32, backup: bool) -> u32 {
     (current & MPTCP_PM_ADDR_FLAG_FULLMESH) | if backup { MPTCP_PM_ADDR_FLAG_BACKUP } else { 0 }
 }
 
+/// Builds the ADD_ADDR request payload: endpoint `id` on `addr` (bound to interface `ifindex`
+/// when given) with `flags`.
+pub fn add_addr_request(id: u8, addr: IpAddr, flags: u32, ifindex: Option<u32>) -> PmMessage {
+    let mut a = vec![
+        AddrAttr::Family(match addr {
+            IpAddr::V4(_) => libc::AF_INET as u16,
+            IpAddr::V6(_) => libc::AF_INET6 as u16,
+        }),
+        AddrAttr::Id(id),
+        match addr {
+            IpAddr::V4(v) => AddrAttr::Addr4(v),
+            IpAddr::V6(v) => AddrAttr::Addr6(v),
+        },
+        AddrAttr::Flags(flags),
+    ];
+    if let Some(i) = ifindex {
+        a.push(AddrAttr::IfIdx(i as i32));
+    }
+    PmMessage {
+        cmd: MPTCP_PM_CMD_ADD_ADDR,
+        attrs: vec![PmAttr::Addr(a)],
+    }
+}
+
+/// Builds the DEL_ADDR request payload for endpoint `id`.
+pub fn del_addr_request(id: u8) -> PmMessage {
+    PmMessage {
+        cmd: MPTCP_PM_CMD_DEL_ADDR,
+        attrs: vec![PmAttr::Addr(vec![AddrAttr::Id(id)])],
+    }
+}
+
 /// Builds the SET_FLAGS request payload for endpoint `id`.
 pub fn set_flags_request(id: u8, flags: u32) -> PmMessage {
     PmMessage {
@@ -419,6 +460,34 @@ impl PathManager {
             .ok_or_else(|| PmError::NoEndpoint(format!("with address {addr}")))
     }
 
+    /// Adds endpoint `id` on `addr` with `flags` (bound to `ifindex` when given).
+    pub fn add_endpoint(
+        &mut self,
+        id: u8,
+        addr: IpAddr,
+        flags: u32,
+        ifindex: Option<u32>,
+    ) -> Result<(), PmError> {
+        let m = self.pm_msg(add_addr_request(id, addr, flags, ifindex));
+        self.request(
+            m,
+            NLM_F_REQUEST | NLM_F_ACK,
+            &format!("add endpoint {id} {addr}"),
+        )?;
+        Ok(())
+    }
+
+    /// Removes endpoint `id`.
+    pub fn del_endpoint(&mut self, id: u8) -> Result<(), PmError> {
+        let m = self.pm_msg(del_addr_request(id));
+        self.request(
+            m,
+            NLM_F_REQUEST | NLM_F_ACK,
+            &format!("remove endpoint {id}"),
+        )?;
+        Ok(())
+    }
+
     /// Sets or clears the BACKUP flag of endpoint `id`, keeping its FULLMESH flag. The kernel
     /// sends MP_PRIO on every established subflow using the endpoint.
     pub fn set_backup(&mut self, id: u8, backup: bool) -> Result<(), PmError> {
@@ -469,6 +538,32 @@ mod tests {
         // and it parses back
         let back = PmMessage::parse_with_param(&buf, GenlHeader { cmd: 7, version: 1 }).unwrap();
         assert_eq!(back, p);
+    }
+
+    #[test]
+    fn add_and_del_requests_layout() {
+        let p = add_addr_request(
+            4,
+            IpAddr::V4(Ipv4Addr::new(10, 0, 0, 7)),
+            MPTCP_PM_ADDR_FLAG_SUBFLOW | MPTCP_PM_ADDR_FLAG_BACKUP,
+            Some(9),
+        );
+        assert_eq!(p.cmd, 1);
+        let mut buf = vec![0u8; p.buffer_len()];
+        p.emit(&mut buf);
+        // nest header 4 + family 8 (2 padded) + id 8 (1 padded) + addr4 8 + flags 8 + ifidx 8
+        assert_eq!(buf.len(), 44);
+        let back = PmMessage::parse_with_param(&buf, GenlHeader { cmd: 1, version: 1 }).unwrap();
+        assert_eq!(back, p);
+        let PmAttr::Addr(a) = &back.attrs[0] else {
+            panic!()
+        };
+        assert_eq!(a[0], AddrAttr::Family(2));
+        assert_eq!(a[3], AddrAttr::Flags(6));
+        assert_eq!(a[4], AddrAttr::IfIdx(9));
+        let d = del_addr_request(4);
+        assert_eq!(d.cmd, 2);
+        assert_eq!(d.attrs, vec![PmAttr::Addr(vec![AddrAttr::Id(4)])]);
     }
 
     #[test]

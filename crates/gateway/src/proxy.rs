@@ -16,8 +16,18 @@
 //! control); an EOF from one side becomes a shutdown(SHUT_WR) to the other (half-close) and the
 //! other direction goes on; an error on either side ends both, and a reset is passed on as a
 //! reset (SO_LINGER 0); no byte in either direction for `idle_timeout_s` closes the pair.
+//!
+//! Restarts ([`serve`]): on shutdown the listener is closed (new connections are refused by the
+//! kernel) and the running relays go on until they end by themselves or `shutdown.drain_s` has
+//! passed; those still running then are reset (never closed in order, which could pass for a
+//! complete reply). A reload (SIGHUP) replaces the limits for new connections only.
+//!
+//! Stalls (crate::figures): the downlink pump times each wait for the server's next bytes; a
+//! wait of at least `figures.stall_after_ms` (at most `figures::STALL_MAX`), after the first
+//! bytes and with no passenger byte during it, is a stall, booked with the train's position.
 
 use crate::config::{secs, ProxyConfig, ProxyMode};
+use crate::figures::STALL_MAX;
 use crate::metrics::Metrics;
 use crate::sockopt;
 use std::io;
@@ -27,6 +37,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
@@ -52,8 +63,87 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
-    let cfg = Arc::new(cfg);
+    let (_cfg_tx, cfg_rx) = watch::channel(Arc::new(cfg));
+    let (_cut_tx, cut_rx) = watch::channel(false);
+    accept_loop(
+        listener,
+        cfg_rx,
+        metrics,
+        cut_rx,
+        Duration::from_millis(500),
+        shutdown,
+    )
+    .await
+}
+
+/// The proxy with restarts that do not cut passengers: runs the accept loop with the current
+/// configuration of `cfg` (a reload changes it for new connections) until `shutdown` resolves,
+/// then closes the listener and lets running relays finish for the drain time (`drain`, read at
+/// that moment); relays still running then are reset. Returns how many were cut.
+pub async fn serve(
+    listener: TcpListener,
+    cfg: watch::Receiver<Arc<ProxyConfig>>,
+    drain: watch::Receiver<Duration>,
+    metrics: Arc<Metrics>,
+    stall_after: Duration,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> u64 {
+    let (cut_tx, cut_rx) = watch::channel(false);
+    accept_loop(
+        listener,
+        cfg.clone(),
+        metrics.clone(),
+        cut_rx,
+        stall_after,
+        shutdown,
+    )
+    .await;
+    let drain = *drain.borrow();
+    let running = metrics.conn_active.load(Relaxed);
+    if running == 0 {
+        return 0;
+    }
+    metrics.draining.store(1, Relaxed);
+    info!(
+        relays = running,
+        drain_s = drain.as_secs_f64(),
+        "stopped accepting; letting running relays finish"
+    );
+    let deadline = Instant::now() + drain;
+    while metrics.conn_active.load(Relaxed) > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let left = metrics.conn_active.load(Relaxed).max(0) as u64;
+    if left == 0 {
+        info!("drained: every relay finished");
+    } else {
+        warn!(
+            relays = left,
+            drain_s = drain.as_secs_f64(),
+            "drain time over: resetting the relays still running"
+        );
+        metrics.drain_cut.fetch_add(left, Relaxed);
+        let _ = cut_tx.send(true);
+        // The relays reset their sockets and end; wait for them briefly.
+        let until = Instant::now() + Duration::from_secs(2);
+        while metrics.conn_active.load(Relaxed) > 0 && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    metrics.draining.store(0, Relaxed);
+    left
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    cfg_rx: watch::Receiver<Arc<ProxyConfig>>,
+    metrics: Arc<Metrics>,
+    cut: watch::Receiver<bool>,
+    stall_after: Duration,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
     let local = listener.local_addr().ok();
+    let cfg = cfg_rx.borrow().clone();
     info!(mode = ?cfg.mode, listen = ?local, "proxy listening");
     tokio::pin!(shutdown);
     let mut backoff = Duration::from_millis(5);
@@ -76,6 +166,7 @@ pub async fn run(
             }
         };
         metrics.conn_accepted.fetch_add(1, Relaxed);
+        let cfg = cfg_rx.borrow().clone();
         if metrics.conn_active.load(Relaxed) >= cfg.max_connections as i64 {
             metrics.conn_rejected.fetch_add(1, Relaxed);
             debug!(%peer, "connection limit reached; resetting");
@@ -83,12 +174,13 @@ pub async fn run(
             continue;
         }
         metrics.conn_active.fetch_add(1, Relaxed);
-        let (cfg, metrics) = (cfg.clone(), metrics.clone());
+        let (metrics, cut) = (metrics.clone(), cut.clone());
         tokio::spawn(async move {
-            handle(client, peer, local, &cfg, &metrics).await;
+            handle(client, peer, local, &cfg, &metrics, cut, stall_after).await;
             metrics.conn_active.fetch_sub(1, Relaxed);
         });
     }
+    drop(listener);
     info!("proxy stopped accepting");
 }
 
@@ -102,6 +194,8 @@ async fn handle(
     local: Option<SocketAddr>,
     cfg: &ProxyConfig,
     metrics: &Metrics,
+    cut: watch::Receiver<bool>,
+    stall_after: Duration,
 ) {
     let dst = match cfg.mode {
         ProxyMode::Ground => match cfg.upstream {
@@ -161,13 +255,17 @@ async fn handle(
             return;
         }
     };
-    let end = relay(
+    let end = relay_with(
         client,
         server,
-        cfg.buffer_bytes,
-        secs(cfg.idle_timeout_s),
+        RelayOptions {
+            buf_bytes: cfg.buffer_bytes,
+            idle: secs(cfg.idle_timeout_s),
+            sample_b_rtt: is_mptcp,
+            stall_after: Some(stall_after),
+            cut: Some(cut),
+        },
         metrics,
-        is_mptcp,
     )
     .await;
     match end {
@@ -176,6 +274,7 @@ async fn handle(
             metrics.conn_idle_timeouts.fetch_add(1, Relaxed);
             debug!(%peer, %dst, "idle timeout");
         }
+        Ok(RelayEnd::Cut) => debug!(%peer, %dst, "reset at the end of the drain time"),
         Err(e) => {
             metrics.conn_errors.fetch_add(1, Relaxed);
             debug!(%peer, %dst, error = %e, "relay ended by error");
@@ -216,26 +315,87 @@ pub enum RelayEnd {
     Done,
     /// Neither direction moved a byte for the idle timeout.
     Idle,
+    /// Reset at the end of the drain time after SIGTERM.
+    Cut,
+}
+
+/// How [`relay_with`] runs.
+pub struct RelayOptions {
+    /// Relay buffer per direction.
+    pub buf_bytes: usize,
+    /// Neither direction moving a byte for this long ends the pair.
+    pub idle: Duration,
+    /// Fold `b`'s subflow RTTs into the RTT estimate at the end.
+    pub sample_b_rtt: bool,
+    /// Book downlink stalls of at least this long (crate::figures); `None`: do not.
+    pub stall_after: Option<Duration>,
+    /// When this turns true the pair is reset (end of the drain time).
+    pub cut: Option<watch::Receiver<bool>>,
 }
 
 /// Relays between `a` (the passenger side) and `b` (the server side) until both directions are
 /// done, one fails, or the pair is idle for `idle`. With `sample_b_rtt`, `b`'s subflow RTTs are
 /// folded into the RTT estimate at the end (all subflows are up by then).
 pub async fn relay(
-    mut a: TcpStream,
-    mut b: TcpStream,
+    a: TcpStream,
+    b: TcpStream,
     buf_bytes: usize,
     idle: Duration,
     metrics: &Metrics,
     sample_b_rtt: bool,
 ) -> io::Result<RelayEnd> {
+    relay_with(
+        a,
+        b,
+        RelayOptions {
+            buf_bytes,
+            idle,
+            sample_b_rtt,
+            stall_after: None,
+            cut: None,
+        },
+        metrics,
+    )
+    .await
+}
+
+/// [`relay`] with every option.
+pub async fn relay_with(
+    mut a: TcpStream,
+    mut b: TcpStream,
+    opt: RelayOptions,
+    metrics: &Metrics,
+) -> io::Result<RelayEnd> {
+    let RelayOptions {
+        buf_bytes,
+        idle,
+        sample_b_rtt,
+        stall_after,
+        mut cut,
+    } = opt;
     let start = Instant::now();
     let last = AtomicU64::new(0);
+    // Time of the last passenger byte, microseconds from `start` + 1 (0: none yet).
+    let last_up = AtomicU64::new(0);
     let res = {
         let (ar, aw) = a.split();
         let (br, bw) = b.split();
-        let up = pump(ar, bw, buf_bytes, &last, start, &metrics.bytes_up);
-        let down = pump(br, aw, buf_bytes, &last, start, &metrics.bytes_down);
+        let up_side = Side {
+            last: &last,
+            start,
+            counter: &metrics.bytes_up,
+            mark: Some(&last_up),
+            stalls: None,
+        };
+        let down_side = Side {
+            last: &last,
+            start,
+            counter: &metrics.bytes_down,
+            mark: None,
+            stalls: stall_after.map(|d| (d, &last_up, metrics)),
+        };
+        let up = pump(ar, bw, buf_bytes, up_side);
+        let down = pump(br, aw, buf_bytes, down_side);
         let both = async { tokio::try_join!(up, down).map(|_| RelayEnd::Done) };
         let watchdog = async {
             loop {
@@ -247,15 +407,24 @@ pub async fn relay(
                 tokio::time::sleep_until(deadline).await;
             }
         };
+        let cut_now = async {
+            match cut.as_mut() {
+                Some(c) => {
+                    let _ = c.wait_for(|v| *v).await;
+                }
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             r = both => r,
             r = watchdog => Ok(r),
+            _ = cut_now => Ok(RelayEnd::Cut),
         }
     };
     if sample_b_rtt {
         sample_rtt(&b, metrics);
     }
-    if res.is_err() {
+    if matches!(res, Err(_) | Ok(RelayEnd::Cut)) {
         // Pass a reset on as a reset, not as an orderly close that could look like a full reply.
         reset(&a);
         reset(&b);
@@ -263,21 +432,48 @@ pub async fn relay(
     res
 }
 
-async fn pump<R, W>(
-    mut r: R,
-    mut w: W,
-    buf_bytes: usize,
-    last: &AtomicU64,
+/// What one pump direction updates.
+struct Side<'a> {
+    /// Last byte either way, ms from `start` (the idle watchdog).
+    last: &'a AtomicU64,
     start: Instant,
-    counter: &AtomicU64,
-) -> io::Result<()>
+    counter: &'a AtomicU64,
+    /// This direction's last byte, us from `start` + 1 (the passenger's, for the stall rule).
+    mark: Option<&'a AtomicU64>,
+    /// Downlink: (stall threshold, the passenger's last byte, where stalls are booked).
+    stalls: Option<(Duration, &'a AtomicU64, &'a Metrics)>,
+}
+
+async fn pump<R, W>(mut r: R, mut w: W, buf_bytes: usize, side: Side<'_>) -> io::Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
+    let Side {
+        last,
+        start,
+        counter,
+        mark,
+        stalls,
+    } = side;
     let mut buf = vec![0u8; buf_bytes];
+    let mut got_any = false;
     loop {
+        let waited_from = Instant::now();
         let n = r.read(&mut buf).await?;
+        if let Some((threshold, last_up, metrics)) = stalls {
+            if n > 0 {
+                let now = Instant::now();
+                let wait = now - waited_from;
+                // Passenger bytes since the wait began: a request waiting for its answer.
+                let up_mark = last_up.load(Relaxed);
+                let from_us = (waited_from - start).as_micros() as u64 + 1;
+                if got_any && wait >= threshold && wait <= STALL_MAX && up_mark < from_us {
+                    metrics.stall_book().stall(waited_from, now);
+                }
+                got_any = true;
+            }
+        }
         if n == 0 {
             // Half-close: pass the FIN on; the other direction keeps going.
             return match w.shutdown().await {
@@ -286,6 +482,9 @@ where
                 Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
                 Err(e) => Err(e),
             };
+        }
+        if let Some(m) = mark {
+            m.store(start.elapsed().as_micros() as u64 + 1, Relaxed);
         }
         w.write_all(&buf[..n]).await?;
         counter.fetch_add(n as u64, Relaxed);
@@ -335,6 +534,78 @@ mod tests {
         assert_eq!(task.await.unwrap().unwrap(), RelayEnd::Done);
         assert_eq!(m.bytes_up.load(Relaxed), 7);
         assert_eq!(m.bytes_down.load(Relaxed), 5);
+    }
+
+    #[tokio::test]
+    async fn a_downlink_pause_mid_stream_is_a_stall_and_an_answer_to_a_request_is_not() {
+        let (mut client, pa, pb, mut server) = setup().await;
+        let m = Metrics::new(&[]);
+        let m2 = m.clone();
+        let task = tokio::spawn(async move {
+            let opt = RelayOptions {
+                buf_bytes: 4096,
+                idle: Duration::from_secs(30),
+                sample_b_rtt: false,
+                stall_after: Some(Duration::from_millis(150)),
+                cut: None,
+            };
+            relay_with(pa, pb, opt, &m2).await
+        });
+        let mut buf = [0u8; 64];
+        // A request, answered after 300 ms: waiting for an answer is not a stall.
+        client.write_all(b"GET").await.unwrap();
+        let mut got = [0u8; 3];
+        server.read_exact(&mut got).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        server.write_all(b"part1").await.unwrap();
+        client.read_exact(&mut buf[..5]).await.unwrap();
+        assert_eq!(m.stall_book().unknown(), (0.0, 0));
+        // Mid-stream, 300 ms without a byte and nothing from the passenger: a stall.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        server.write_all(b"part2").await.unwrap();
+        client.read_exact(&mut buf[..5]).await.unwrap();
+        let (secs, n) = m.stall_book().unknown();
+        assert_eq!(n, 1);
+        assert!((0.25..5.0).contains(&secs), "{secs}");
+        // A short pause (below 150 ms): no stall.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        server.write_all(b"part3").await.unwrap();
+        client.read_exact(&mut buf[..5]).await.unwrap();
+        assert_eq!(m.stall_book().unknown().1, 1);
+        drop(client);
+        drop(server);
+        let _ = task.await;
+    }
+
+    #[tokio::test]
+    async fn the_end_of_the_drain_resets_both_sides() {
+        let (mut client, pa, pb, mut server) = setup().await;
+        let m = Metrics::new(&[]);
+        let (cut_tx, cut_rx) = watch::channel(false);
+        let m2 = m.clone();
+        let task = tokio::spawn(async move {
+            let opt = RelayOptions {
+                buf_bytes: 4096,
+                idle: Duration::from_secs(30),
+                sample_b_rtt: false,
+                stall_after: None,
+                cut: Some(cut_rx),
+            };
+            relay_with(pa, pb, opt, &m2).await
+        });
+        client.write_all(b"x").await.unwrap();
+        let mut b = [0u8; 1];
+        server.read_exact(&mut b).await.unwrap();
+        cut_tx.send(true).unwrap();
+        assert_eq!(task.await.unwrap().unwrap(), RelayEnd::Cut);
+        // Both ends see a reset, not an orderly end that could pass for a complete reply.
+        for s in [&mut client, &mut server] {
+            let r = s.read(&mut b).await;
+            assert!(
+                matches!(r, Err(ref e) if e.kind() == io::ErrorKind::ConnectionReset),
+                "{r:?}"
+            );
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -55,7 +55,7 @@ fn start_local(dir: &TempDir, position: &str, carriers: &str, port: u16) -> Daem
     std::fs::write(dir.0.join("track.csv"), TRACK).unwrap();
     let cfg = format!(
         "[metrics]\nlisten = \"127.0.0.1:{port}\"\n[log]\nformat = \"json\"\nlevel = \"debug\"\n\
-         [phad]\ntable = {:?}\ndry_run = true\nstale_after_ms = 500\nposition = {position}\n{carriers}",
+         [phad]\ntable = {:?}\ndry_run = true\nstale_after_ms = 500\ndead_reckoning = {{ max_s = 1 }}\nposition = {position}\n{carriers}",
         dir.0.join("table.json").display().to_string()
     );
     let cfgp = dir.0.join("gw.toml");

@@ -1,9 +1,13 @@
 //! Position sources: gpsd, NMEA (serial device, file or FIFO) and replay files.
 //!
 //! Every source publishes a [`PositionState`] on a `watch` channel: the latest fix along the track
-//! with the instant it was received, or why there is none (no fix, source gone, off track). The
-//! controller treats a fix older than `stale_after_ms` as lost. Lat/lon sources are projected
-//! onto the track polyline ([`track`]); replay files already give positions along the track.
+//! with the instant it was received, or why there is none now (no fix, source gone, off track),
+//! keeping the last good fix. Lat/lon sources are projected onto the track polyline ([`track`]);
+//! replay files already give positions along the track.
+//!
+//! [`estimate`] turns that state into the position the controller uses now: the last fix
+//! carried along the track at its speed (dead reckoning), with an error that grows with the time
+//! since the fix, until a configured bound (see its documentation).
 
 pub mod gpsd;
 pub mod nmea;
@@ -17,21 +21,100 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::watch;
+use tokio::time::Instant;
 use tracing::{debug, info, warn};
 use track::Track;
 
 /// What the controller sees.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PositionState {
-    /// No usable position, and why.
+    /// No fix yet, and why.
     Unknown(String),
-    Fix {
+    /// The latest fix and when it was received.
+    Fix { fix: Fix, at: Instant },
+    /// The source has no fix now (a tunnel, a GPS without fix, a source gone), and why; the last
+    /// good fix is kept for dead reckoning.
+    Lost { last: Fix, at: Instant, why: String },
+}
+
+/// The position the controller works with at one instant.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Estimate {
+    Known {
+        /// The last fix, not yet advanced.
         fix: Fix,
-        at: Instant,
+        /// Time since it was received.
+        age: Duration,
+        /// How far the advanced position may be off, metres (0 for a fresh fix).
+        error_m: f64,
+        /// The source has lost its fix, or its last fix is older than `stale_after`.
+        dead_reckoning: bool,
     },
+    /// No usable position, and why.
+    Lost(String),
+}
+
+/// Dead-reckoning error after `t_s` seconds from the last fix: the speed's uncertainty times the
+/// time, plus the distance an unseen constant acceleration would add (e = dv t + a t^2 / 2,
+/// uniformly accelerated motion).
+pub fn dead_reckoning_error_m(dr: &crate::config::DeadReckoningConfig, t_s: f64) -> f64 {
+    dr.speed_error_mps * t_s + 0.5 * dr.accel_mps2 * t_s * t_s
+}
+
+/// The position to use now (rule): a fix younger than `stale_after` while the source still has
+/// its fix is used as it is (advanced at its speed by `phad::decide`, error 0: the table's zones
+/// already carry the GPS error). Otherwise (the source lost its fix, or no fix came for
+/// `stale_after`) the last fix is carried along the track at its speed (dead reckoning), with
+/// the error [`dead_reckoning_error_m`] of its age, for at most `dr.max_s` and while the error
+/// stays within `dr.max_error_m`; beyond either bound the position is lost. With `dr.max_s = 0`
+/// a lost or stale fix is lost at once.
+pub fn estimate(
+    st: &PositionState,
+    now: Instant,
+    stale_after: Duration,
+    dr: &crate::config::DeadReckoningConfig,
+) -> Estimate {
+    let (fix, at, why) = match st {
+        PositionState::Unknown(why) => return Estimate::Lost(why.clone()),
+        PositionState::Fix { fix, at } => (*fix, *at, None),
+        PositionState::Lost { last, at, why } => (*last, *at, Some(why.as_str())),
+    };
+    let age = now.saturating_duration_since(at);
+    if why.is_none() && age <= stale_after {
+        return Estimate::Known {
+            fix,
+            age,
+            error_m: 0.0,
+            dead_reckoning: false,
+        };
+    }
+    let why = why.unwrap_or("position is stale");
+    let t = age.as_secs_f64();
+    let error_m = dead_reckoning_error_m(dr, t);
+    if dr.max_s <= 0.0 {
+        return Estimate::Lost(why.to_string());
+    }
+    if t > dr.max_s {
+        return Estimate::Lost(format!(
+            "{why}; dead reckoning ended after {:.0} s (phad.dead_reckoning.max_s)",
+            dr.max_s
+        ));
+    }
+    if error_m > dr.max_error_m {
+        return Estimate::Lost(format!(
+            "{why}; dead-reckoning error {error_m:.0} m after {t:.1} s exceeds phad.dead_reckoning.max_error_m = {}",
+            dr.max_error_m
+        ));
+    }
+    Estimate::Known {
+        fix,
+        age,
+        error_m,
+        dead_reckoning: true,
+    }
 }
 
 enum Kind {
@@ -207,6 +290,7 @@ impl PositionSource {
     }
 }
 
+/// Publishes a new state; a loss keeps the last good fix (as [`PositionState::Lost`]).
 fn publish(tx: &watch::Sender<PositionState>, metrics: &Metrics, st: PositionState) {
     if let PositionState::Fix { fix, .. } = &st {
         metrics.position_fixes.fetch_add(1, Relaxed);
@@ -214,7 +298,26 @@ fn publish(tx: &watch::Sender<PositionState>, metrics: &Metrics, st: PositionSta
             .position_mm
             .store((fix.position_m * 1000.0) as i64, Relaxed);
     }
-    tx.send_replace(st);
+    tx.send_modify(|cur| *cur = next_state(cur, st));
+}
+
+/// The state after `new` arrives in state `cur`: a loss after a fix keeps that fix.
+pub fn next_state(cur: &PositionState, new: PositionState) -> PositionState {
+    match (cur, new) {
+        (PositionState::Fix { fix, at }, PositionState::Unknown(why)) => PositionState::Lost {
+            last: *fix,
+            at: *at,
+            why,
+        },
+        (PositionState::Lost { last, at, .. }, PositionState::Unknown(why)) => {
+            PositionState::Lost {
+                last: *last,
+                at: *at,
+                why,
+            }
+        }
+        (_, new) => new,
+    }
 }
 
 async fn run_gpsd(
@@ -386,7 +489,7 @@ async fn run_replay(
     let mut t0 = Instant::now();
     loop {
         for p in &points {
-            tokio::time::sleep_until((t0 + Duration::from_secs_f64(p.t_s)).into()).await;
+            tokio::time::sleep_until(t0 + Duration::from_secs_f64(p.t_s)).await;
             let st = match p.fix {
                 Some((position_m, speed_mps)) => PositionState::Fix {
                     fix: Fix {
@@ -453,8 +556,95 @@ mod tests {
         rx.changed().await.unwrap();
         assert!(matches!(*rx.borrow(), PositionState::Fix { fix, .. } if fix.position_m == 15.0));
         rx.changed().await.unwrap();
-        assert!(matches!(*rx.borrow(), PositionState::Unknown(_)));
+        // The loss keeps the last fix for dead reckoning.
+        assert!(
+            matches!(&*rx.borrow(), PositionState::Lost { last, why, .. } if last.position_m == 15.0 && why.contains("lost"))
+        );
         task.await.unwrap();
         assert_eq!(m.position_fixes.load(Relaxed), 2);
+    }
+
+    fn dr() -> crate::config::DeadReckoningConfig {
+        crate::config::DeadReckoningConfig {
+            max_s: 60.0,
+            max_error_m: 200.0,
+            speed_error_mps: 1.0,
+            accel_mps2: 0.2,
+        }
+    }
+
+    #[test]
+    fn dead_reckoning_error_grows_with_speed_error_and_acceleration() {
+        // 1 m/s x 10 s + 0.2 x 100 / 2 = 20 m; after 30 s: 30 + 90 = 120 m.
+        assert!((dead_reckoning_error_m(&dr(), 10.0) - 20.0).abs() < 1e-9);
+        assert!((dead_reckoning_error_m(&dr(), 30.0) - 120.0).abs() < 1e-9);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn estimate_is_fresh_then_dead_reckoned_then_lost() {
+        let at = Instant::now();
+        let fix = Fix {
+            position_m: 1000.0,
+            speed_mps: 50.0,
+        };
+        let stale = Duration::from_secs(2);
+        let s = |d: f64| at + Duration::from_secs_f64(d);
+        let fresh = PositionState::Fix { fix, at };
+        // Fresh: no error, not dead reckoning.
+        assert_eq!(
+            estimate(&fresh, s(1.0), stale, &dr()),
+            Estimate::Known {
+                fix,
+                age: Duration::from_secs(1),
+                error_m: 0.0,
+                dead_reckoning: false
+            }
+        );
+        // No fix for 10 s (stale): dead reckoning with 20 m of error.
+        assert!(matches!(estimate(&fresh, s(10.0), stale, &dr()),
+            Estimate::Known { error_m, dead_reckoning: true, .. } if (error_m - 20.0).abs() < 1e-9));
+        // The source says it lost the fix: dead reckoning at once.
+        let lost = next_state(&fresh, PositionState::Unknown("tunnel".into()));
+        assert!(matches!(estimate(&lost, s(0.5), stale, &dr()),
+            Estimate::Known { dead_reckoning: true, error_m, .. } if (error_m - 0.525).abs() < 1e-9));
+        // The error bound: 1 t + 0.1 t^2 = 200 m at t = 40 s (before max_s = 60 s).
+        assert!(matches!(
+            estimate(&lost, s(39.9), stale, &dr()),
+            Estimate::Known { .. }
+        ));
+        match estimate(&lost, s(40.1), stale, &dr()) {
+            Estimate::Lost(why) => assert!(
+                why.starts_with("tunnel;") && why.contains("max_error_m"),
+                "{why}"
+            ),
+            e => panic!("{e:?}"),
+        }
+        // The time bound, with a generous error bound.
+        let wide = crate::config::DeadReckoningConfig {
+            max_error_m: 1e5,
+            ..dr()
+        };
+        assert!(matches!(
+            estimate(&lost, s(60.0), stale, &wide),
+            Estimate::Known { .. }
+        ));
+        assert!(
+            matches!(estimate(&lost, s(60.1), stale, &wide), Estimate::Lost(w) if w.contains("max_s"))
+        );
+        // Dead reckoning off: stale or lost is lost.
+        let off = crate::config::DeadReckoningConfig { max_s: 0.0, ..dr() };
+        assert!(matches!(estimate(&lost, s(0.1), stale, &off), Estimate::Lost(w) if w == "tunnel"));
+        assert!(matches!(
+            estimate(&fresh, s(2.5), stale, &off),
+            Estimate::Lost(_)
+        ));
+        // A new fix ends the loss.
+        let back = next_state(&lost, PositionState::Fix { fix, at: s(5.0) });
+        assert!(matches!(back, PositionState::Fix { .. }));
+        // Never a fix: lost.
+        assert!(matches!(
+            estimate(&PositionState::Unknown("none".into()), s(0.0), stale, &dr()),
+            Estimate::Lost(_)
+        ));
     }
 }

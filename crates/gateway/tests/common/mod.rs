@@ -3,6 +3,8 @@
 //! `rp-gw-<pid>-<tag>` and deleted on drop, also when a test panics.
 #![allow(dead_code)]
 
+pub mod dashboard;
+
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{Read, Write};
@@ -411,11 +413,16 @@ pub async fn transfer_on(
 
 /// MPTcpExtMPPrioTx of the namespace the calling thread is in.
 pub fn mpprio_tx() -> u64 {
+    mptcp_mib("MPPrioTx")
+}
+
+/// One MPTcpExt counter of the namespace the calling thread is in.
+pub fn mptcp_mib(key: &str) -> u64 {
     let t = std::fs::read_to_string("/proc/thread-self/net/netstat").unwrap();
     let mut lines = t.lines();
     while let (Some(h), Some(v)) = (lines.next(), lines.next()) {
         if h.starts_with("MPTcpExt:") {
-            let i = h.split_whitespace().position(|k| k == "MPPrioTx").unwrap();
+            let i = h.split_whitespace().position(|k| k == key).unwrap();
             return v.split_whitespace().nth(i).unwrap().parse().unwrap();
         }
     }
@@ -464,4 +471,229 @@ pub fn assert_all_transferred(results: &[Result<(), String>], log: &str) {
         results.len(),
         &failed[..failed.len().min(5)],
     );
+}
+
+/// `ip mptcp monitor` in a namespace, each line stamped with the instant it was read.
+pub struct MptcpMonitor {
+    child: Child,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<(Instant, String)>>>,
+}
+
+impl MptcpMonitor {
+    pub fn start(ns: &str) -> MptcpMonitor {
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", ns, "ip", "mptcp", "monitor"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("ip mptcp monitor");
+        let out = child.stdout.take().expect("monitor stdout");
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let l2 = lines.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                l2.lock().unwrap().push((Instant::now(), l));
+            }
+        });
+        // The monitor subscribes asynchronously; give it a moment before events matter.
+        std::thread::sleep(Duration::from_millis(300));
+        MptcpMonitor { child, lines }
+    }
+    /// Every line so far.
+    pub fn lines(&self) -> Vec<(Instant, String)> {
+        self.lines.lock().unwrap().clone()
+    }
+}
+
+impl Drop for MptcpMonitor {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The router's MPTCP endpoints (`ip mptcp endpoint show`), one line each.
+pub fn endpoints(ns: &str) -> Vec<String> {
+    sh_out(&["ip", "-n", ns, "mptcp", "endpoint", "show"])
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The JSON log lines of the daemon whose `fields.message` is `msg`.
+pub fn log_events(log: &str, msg: &str) -> Vec<serde_json::Value> {
+    log.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["fields"]["message"] == msg)
+        .collect()
+}
+
+// ---- a length-framed transfer that keeps both directions open (no half-close) ----
+//
+// The kernel adds subflows (a new address, a carrier back) only to MPTCP connections that are
+// still established both ways (`__mptcp_subflow_connect`); a passenger that half-closes after
+// its request puts the onward connection in FIN_WAIT, which keeps its subflows but gets no new
+// ones. HTTP clients do not half-close, so the tests of address changes and carrier returns use
+// this framing: a 24-byte header (download size, upload size, download pace in bytes per 100 ms,
+// 0 for as fast as possible), the upload, the server's SHA-256 of it, the download, and the
+// client closes first.
+
+/// Serves the framed protocol on `service:port` until `stop`.
+pub async fn framed_server_main(
+    service: String,
+    port: u16,
+    stop: tokio::sync::oneshot::Receiver<()>,
+) {
+    let l = listener(&service, port, true);
+    let serve = async move {
+        loop {
+            let Ok((mut s, _)) = l.accept().await else {
+                continue;
+            };
+            tokio::spawn(async move {
+                let mut hdr = [0u8; 24];
+                if s.read_exact(&mut hdr).await.is_err() {
+                    return;
+                }
+                let down = u64::from_be_bytes(hdr[..8].try_into().unwrap());
+                let up = u64::from_be_bytes(hdr[8..16].try_into().unwrap());
+                let pace = u64::from_be_bytes(hdr[16..].try_into().unwrap()) as usize;
+                let mut h = Sha256::new();
+                let mut buf = vec![0u8; 64 * 1024];
+                let mut left = up;
+                while left > 0 {
+                    let n = (left as usize).min(buf.len());
+                    match s.read(&mut buf[..n]).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(k) => {
+                            h.update(&buf[..k]);
+                            left -= k as u64;
+                        }
+                    }
+                }
+                let d: [u8; 32] = h.finalize().into();
+                if s.write_all(&d).await.is_err() {
+                    return;
+                }
+                let mut p = Payload::new(down, down);
+                let mut tick = tokio::time::interval(Duration::from_millis(100));
+                loop {
+                    let chunk = if pace > 0 {
+                        tick.tick().await;
+                        pace.min(buf.len())
+                    } else {
+                        buf.len()
+                    };
+                    let n = p.fill(&mut buf[..chunk]);
+                    if n == 0 || s.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+                // Wait for the client to close first.
+                let _ = s.read(&mut buf[..1]).await;
+            });
+        }
+    };
+    tokio::select! {
+        _ = stop => {}
+        _ = serve => {}
+    }
+}
+
+/// One framed transfer through the proxy: upload `up` bytes, download `down` (at `pace` bytes per
+/// 100 ms, 0: at once), both SHA-checked.
+pub async fn framed_transfer(
+    service: &str,
+    port: u16,
+    seed: u64,
+    up: u64,
+    down: u64,
+    pace: u64,
+) -> Result<(), String> {
+    let mut s = tokio::net::TcpStream::connect((service, port))
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    let mut hdr = [0u8; 24];
+    hdr[..8].copy_from_slice(&down.to_be_bytes());
+    hdr[8..16].copy_from_slice(&up.to_be_bytes());
+    hdr[16..].copy_from_slice(&pace.to_be_bytes());
+    s.write_all(&hdr).await.map_err(|e| e.to_string())?;
+    let mut p = Payload::new(seed, up);
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = p.fill(&mut buf);
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        s.write_all(&buf[..n])
+            .await
+            .map_err(|e| format!("upload: {e}"))?;
+    }
+    let want_up: [u8; 32] = h.finalize().into();
+    let mut got_up = [0u8; 32];
+    s.read_exact(&mut got_up)
+        .await
+        .map_err(|e| format!("digest: {e}"))?;
+    if got_up != want_up {
+        return Err(format!("upload of {up} B: SHA-256 mismatch at the far end"));
+    }
+    let mut h = Sha256::new();
+    let mut n_down = 0u64;
+    while n_down < down {
+        let want = ((down - n_down) as usize).min(buf.len());
+        let n = s
+            .read(&mut buf[..want])
+            .await
+            .map_err(|e| format!("download: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        n_down += n as u64;
+        h.update(&buf[..n]);
+    }
+    let got: [u8; 32] = h.finalize().into();
+    if n_down != down || got != Payload::sha256(down, down) {
+        return Err(format!(
+            "download: got {n_down} of {down} B or SHA-256 mismatch"
+        ));
+    }
+    Ok(())
+}
+
+/// Framed transfers (`pace` as in [`framed_transfer`]), `per_batch` started every `gap` (so that a
+/// thousand SYNs do not all meet in one emulated queue), each within `timeout`; the results in
+/// order.
+#[allow(clippy::too_many_arguments)]
+pub async fn framed_transfers(
+    service: &str,
+    port: u16,
+    seed_base: u64,
+    sizes: &[(u64, u64)],
+    pace: u64,
+    per_batch: usize,
+    gap: Duration,
+    timeout: Duration,
+) -> Vec<Result<(), String>> {
+    let mut tasks = Vec::new();
+    for (i, &(up, down)) in sizes.iter().enumerate() {
+        if i > 0 && per_batch > 0 && i % per_batch == 0 {
+            tokio::time::sleep(gap).await;
+        }
+        let svc = service.to_string();
+        tasks.push(tokio::spawn(async move {
+            tokio::time::timeout(
+                timeout,
+                framed_transfer(&svc, port, seed_base + i as u64, up, down, pace),
+            )
+            .await
+            .unwrap_or_else(|_| Err("timed out".into()))
+        }));
+    }
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.unwrap_or_else(|e| Err(e.to_string())));
+    }
+    out
 }
