@@ -139,7 +139,8 @@ fn repro(py: Python<'_>, paper: &str, out: &str, seeds: u64, jobs: usize) -> PyR
     let done = py
         .detach(move || railpath_repro::run(&paper, &opts, &mut |_| {}))
         .map_err(pyo3::exceptions::PyRuntimeError::new_err)?;
-    serde_json::to_string(&done)
+    let summaries: Vec<&railpath_repro::Summary> = done.iter().map(|r| &r.summary).collect();
+    serde_json::to_string(&summaries)
         .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
 }
 
