@@ -126,14 +126,8 @@ fn repro(py: Python<'_>, paper: &str, out: &str, seeds: u64, jobs: usize) -> PyR
         )));
     }
     let opts = railpath_repro::Options {
-        out: out.into(),
-        seeds,
         jobs,
-        kernel: None,
-        kernel_runs: 0,
-        kernel_side_by_side: false,
-        kernel_duration_s: None,
-        kernel_cars: None,
+        ..railpath_repro::Options::simulator(out, seeds)
     };
     let paper = paper.to_string();
     let done = py

@@ -150,6 +150,11 @@ impl<'a> Context<'a> {
         self.opts.kernel
     }
 
+    /// Runs counted so far.
+    pub fn runs(&self) -> u64 {
+        self.runs
+    }
+
     /// Count `n` runs in the summary's `runs` (the frame counts the grid's; a study counts the
     /// runs it makes outside the grid, such as a kernel side and its simulator counterpart).
     pub fn count_runs(&mut self, n: u64) {

@@ -66,6 +66,20 @@ pub struct KernelResult {
 }
 
 impl Options {
+    /// The simulator alone (no kernel side), `seeds` seeds, every core, into `out`.
+    pub fn simulator(out: impl Into<PathBuf>, seeds: u64) -> Options {
+        Options {
+            out: out.into(),
+            seeds,
+            jobs: 0,
+            kernel: None,
+            kernel_runs: 0,
+            kernel_side_by_side: false,
+            kernel_duration_s: None,
+            kernel_cars: None,
+        }
+    }
+
     pub fn threads(&self) -> usize {
         if self.jobs > 0 {
             self.jobs

@@ -1190,6 +1190,103 @@ and the connection's goodput without PHA (minRTT) as the load. 2.4 Mbit/s over t
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::findings::Section;
+    use crate::KernelResult;
+    use std::path::Path;
+
+    /// A stand-in for the kernel: the simulator itself, with a note as the controller gives
+    /// one when PHA-D runs.
+    fn stand_in(s: &Scenario, _work: &Path) -> Result<KernelResult, String> {
+        let phad = s.flows[0].mechanisms.iter().any(|m| m == "pha-d");
+        Ok(KernelResult {
+            results: sim::simulate(s)?,
+            note: if phad {
+                "carrier A: 4 to backup, 4 to regular".into()
+            } else {
+                String::new()
+            },
+        })
+    }
+
+    #[test]
+    fn the_kernel_side_stands_beside_the_simulator() {
+        let dir = std::env::temp_dir().join(format!("railpath-pha-kernel-{}", std::process::id()));
+        // A table from a few preliminary runs (the study learns it from 50).
+        let mut base = load(MPTCP, MPTCP_FILE, &[]).unwrap();
+        let mut learn = base.clone();
+        learn.run.seed = LEARN_SEED;
+        learn.flows[0].handover_table_learn_runs = Some(3);
+        let table = sim::handover_table(&learn, 0).unwrap();
+        base.flows[0].handover_table_data = Some(table.clone());
+        let study = Pha {
+            seeds: 2,
+            tcp: load(TCP, TCP_FILE, &[]).unwrap(),
+            base,
+            table,
+        };
+        for (kernel_runs, together) in [(2, true), (1, false)] {
+            let opts = Options {
+                kernel: Some(stand_in),
+                kernel_runs,
+                kernel_side_by_side: together,
+                ..Options::simulator(&dir, 2)
+            };
+            let mut log = Vec::new();
+            let mut keep = |m: &str| log.push(m.to_string());
+            let mut cx = Context::new("pha", &opts, &dir, &mut keep);
+            let mut f = Findings::new(2);
+            let blocks = study.kernel_comparison(&mut cx, stand_in, &mut f).unwrap();
+            // Each seed plain and with PHA-D on the kernel, and twice in the simulator.
+            assert_eq!(cx.runs(), 6 * kernel_runs);
+            let s = Section {
+                title: "On the real kernel".into(),
+                blocks,
+            };
+            // A row per stack, the bars and the goodput around the handover.
+            let t = &s.tables()[0];
+            assert_eq!(t.rows.len(), 3);
+            assert!(t.rows.iter().all(|r| r[1].text == kernel_runs.to_string()));
+            assert_eq!(s.figures().len(), 2);
+            let text = s.text();
+            assert!(
+                text.contains("The controller's flips: seed 1, pha-d: carrier A: 4 to backup"),
+                "{text}"
+            );
+            assert_eq!(text.contains("at the same time"), together, "{text}");
+            // The stand-in is the simulator: the two stacks' numbers are the same.
+            for what in [
+                "goodput-mbps-plain",
+                "goodput-mbps-phad",
+                "inst-throughput-mbps-plain",
+                "inst-throughput-mbps-phad",
+                "phad-inst-improvement-pct",
+                "phad-avg-improvement-pct",
+            ] {
+                let (k, s) = (
+                    f.number(&format!("linux-kernel-{what}")).unwrap(),
+                    f.number(&format!("linux-sim-{what}")).unwrap(),
+                );
+                assert_eq!((k.railpath, k.ci95), (s.railpath, s.ci95), "{what}");
+            }
+            let gain = f.value("linux-kernel-phad-inst-improvement-pct");
+            let c = f.claim("kernel-phad-raises-handover-throughput").unwrap();
+            assert_eq!(c.holds, gain > 0.0);
+            // Agreement needs the kernel's interval: two runs at least.
+            let agree = f.claim("kernel-and-simulator-agree-on-phad");
+            assert_eq!(agree.map(|c| c.holds), (kernel_runs >= 2).then_some(true));
+            let said = |what: &str| log.iter().any(|l| l.contains(what));
+            assert!(
+                said("kernel run (pha-d, seed 1) done: carrier A"),
+                "{log:?}"
+            );
+            assert_eq!(
+                said("kernel runs (none, seed 1; pha-d, seed 1) side by side"),
+                together,
+                "{log:?}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn the_sweep_brackets_the_papers_operating_point() {

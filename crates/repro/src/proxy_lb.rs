@@ -1319,6 +1319,68 @@ fn kernel_report(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::findings::Section;
+    use crate::{KernelResult, Options};
+    use std::path::Path;
+
+    /// A stand-in for the kernel: the simulator itself, with a note naming its cars.
+    fn stand_in(s: &Scenario, _work: &Path) -> Result<KernelResult, String> {
+        Ok(KernelResult {
+            results: sim::simulate(s)?,
+            note: format!("{} cars -> stand-in", s.flows.len()),
+        })
+    }
+
+    #[test]
+    fn the_kernel_side_stands_beside_the_simulator() {
+        let dir = std::env::temp_dir().join(format!("railpath-plb-kernel-{}", std::process::id()));
+        let opts = Options {
+            kernel: Some(stand_in),
+            kernel_runs: 1,
+            kernel_duration_s: Some(20.0),
+            kernel_cars: Some(2),
+            ..Options::simulator(&dir, 2)
+        };
+        let mut log = Vec::new();
+        let mut keep = |m: &str| log.push(m.to_string());
+        let mut cx = Context::new("proxy-lb", &opts, &dir, &mut keep);
+        let mut f = Findings::new(2);
+        let s = Section {
+            title: "The real kernel".into(),
+            blocks: kernel_comparison(&mut cx, stand_in, &mut f).unwrap(),
+        };
+        // A row per number of cars, with the kernel's per-car goodputs.
+        let t = &s.tables()[0];
+        assert_eq!(t.head[3].text, "kernel, per car");
+        assert_eq!(t.rows.len(), 2);
+        assert_eq!(t.rows[1][3].text.split(", ").count(), 2);
+        // The stand-in is the simulator: the two stacks' totals are the same.
+        for cars in 1..=2 {
+            for m in ["lb", "mptcp"] {
+                let k = f.value(&format!("kernel-{m}-{cars}-cars-total-mbps"));
+                let s = f.value(&format!("kernel-sim-{m}-{cars}-cars-total-mbps"));
+                assert!(k > 0.0 && k == s, "{m}, {cars} cars: {k} {s}");
+            }
+        }
+        assert!(f.number("kernel-lb-3-cars-total-mbps").is_none());
+        let above = (1..=2).all(|n| {
+            f.value(&format!("kernel-mptcp-{n}-cars-total-mbps"))
+                > f.value(&format!("kernel-lb-{n}-cars-total-mbps"))
+        });
+        assert_eq!(f.claim("kernel-mptcp-above-lb").unwrap().holds, above);
+        // Each configuration's note, escaped.
+        let text = s.text();
+        assert!(text.contains("within 0% of the simulator's"), "{text}");
+        assert!(
+            text.contains("<li>MPTCP proxy, minRTT, 2 cars: 2 cars -&gt; stand-in</li>"),
+            "{text}"
+        );
+        assert!(
+            log.iter().any(|l| l == "proxy-lb: kernel run 4/4 (MPTCP proxy, minRTT, 2 cars, seed 1): 20 s on the testbed"),
+            "{log:?}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn a_car_count_keeps_its_flows_and_links() {
