@@ -7,8 +7,9 @@
 #          scripts/outputs.sh --diff OLD NEW   compare two such directories; exit 1 on a difference
 #
 # `wall_s` (the run's wall time) is the one field that may differ between two runs of the same
-# binary: it is set to 0 in the copies compared. Papers' report.html files are not compared (their
-# layout may change); their summary.json is.
+# binary: it is set to 0 in the copies compared. Scenarios are run by their path relative to the
+# checkout (a summary names its scenario file), so two checkouts compare alike. Papers'
+# report.html files are not compared (their layout may change); their summary.json is.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 if [ "${1:-}" = "--diff" ]; then
@@ -30,11 +31,13 @@ if [ "${1:-}" = "--diff" ]; then
   exit $status
 fi
 [ $# -eq 2 ] || { echo "usage: $0 BIN OUT | --diff OLD NEW" >&2; exit 2; }
-bin=$1 out=$2
-mkdir -p "$out"
+bin=$(realpath "$1")
+mkdir -p "$2"
+out=$(realpath "$2")
+cd "$here"
 status=0
 while IFS= read -r s; do
-  rel=${s#"$here"/scenarios/}
+  rel=${s#scenarios/}
   name=${rel%.toml}
   for seed in 1 2 3; do
     dir="$out/run/$name/seed$seed"
@@ -45,7 +48,7 @@ while IFS= read -r s; do
     fi
     sed -i 's/"wall_s": [0-9.e+-]*/"wall_s": 0/' "$dir/summary.json"
   done
-done < <(find "$here/scenarios" -name '*.toml' | sort)
+done < <(find scenarios -name '*.toml' | sort)
 if ! "$bin" repro all --out "$out/repro" >/dev/null; then
   echo "outputs: repro all failed" >&2
   status=1

@@ -135,7 +135,7 @@ pub fn main(args: Args) -> Result<(), CliError> {
     for (name, text) in selected {
         let file = format!("bench case {name}");
         let scenario = railpath_scenario::parse_str(&text, &file)?;
-        scenario.validate()?;
+        let scenario = scenario.validate()?;
         let mut best = f64::INFINITY;
         let mut summary = None;
         for _ in 0..args.repeat {

@@ -8,9 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod calibrate;
-mod cars_testbed;
 mod error;
-mod phad_testbed;
 mod power;
 mod repro;
 mod run;

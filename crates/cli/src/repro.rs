@@ -42,43 +42,20 @@ pub struct Args {
     pub testbed_cars: Option<usize>,
 }
 
-/// [`railpath_repro::KernelRun`] on this machine's testbed. A scenario of cars (a flow with
-/// `access`: the PROXY-LB paper) runs through the router's proxy or load balancer
-/// (`crate::cars_testbed`); any other through `crate::phad_testbed` (PHA-D when asked).
+/// [`railpath_repro::KernelRun`] on this machine's testbed (`railpath_testbed::run`: cars
+/// through the router's proxy or load balancer, other flows with PHA-D when asked); the run's
+/// summary.json and timeseries.csv are written into `work`, as `railpath testbed run` writes them.
 fn kernel_run(
     s: &railpath_scenario::Scenario,
     work: &std::path::Path,
 ) -> Result<railpath_repro::KernelResult, String> {
-    if crate::cars_testbed::has_cars(s) {
-        let r = crate::cars_testbed::run(s, work).map_err(|e| e.to_string())?;
-        crate::run::write_outputs(work, &r.results).map_err(|e| e.to_string())?;
-        return Ok(railpath_repro::KernelResult {
-            results: r.results,
-            note: r.note,
-        });
-    }
-    let (results, _, flips) =
-        crate::phad_testbed::run(s, &work.join("phad")).map_err(|e| e.to_string())?;
-    // The run's summary.json and timeseries.csv, as `railpath testbed run` writes them.
-    crate::run::write_outputs(work, &results).map_err(|e| e.to_string())?;
-    let note = flips
-        .iter()
-        .map(|f| {
-            format!(
-                "carrier {}: {} to backup, {} to regular{}",
-                f.carrier,
-                f.to_backup,
-                f.to_regular,
-                if f.errors > 0 {
-                    format!(", {} failed", f.errors)
-                } else {
-                    String::new()
-                }
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("; ");
-    Ok(railpath_repro::KernelResult { results, note })
+    let r = s.validate().map_err(|e| e.to_string())?;
+    let o = railpath_testbed::run(&r, work).map_err(|e| e.to_string())?;
+    crate::run::write_outputs(work, &o.results).map_err(|e| e.to_string())?;
+    Ok(railpath_repro::KernelResult {
+        note: o.note(),
+        results: o.results,
+    })
 }
 
 pub fn main(args: Args) -> Result<(), CliError> {
@@ -118,7 +95,7 @@ pub fn main(args: Args) -> Result<(), CliError> {
         }
         railpath_linkem::check_environment()
             .map_err(|e| CliError::Failed(format!("--testbed: {e}")))?;
-        railpath_linkem::run::install_interrupt_handler();
+        railpath_testbed::install_interrupt_handler();
     }
     let opts = railpath_repro::Options {
         out: args.out.clone(),

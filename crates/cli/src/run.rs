@@ -63,7 +63,8 @@ pub fn main(args: Args) -> Result<(), CliError> {
             }
         }
     };
-    let result = railpath_sim::run_with_progress(&scenario, &mut progress);
+    let resolved = scenario.validate()?;
+    let result = railpath_sim::run_with_progress(&resolved, &mut progress);
     let wall = start.elapsed();
     if let Some(b) = bar {
         b.finish_and_clear();

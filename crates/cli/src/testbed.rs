@@ -166,86 +166,31 @@ fn run(args: RunArgs) -> Result<(), CliError> {
         scenario.source, scenario.run.duration_s
     );
     // Ctrl-C / SIGTERM end the run cleanly: every namespace is removed before exiting.
-    railpath_linkem::run::install_interrupt_handler();
+    railpath_testbed::install_interrupt_handler();
     // A flow with mechanisms = ["pha-d"] runs with railpath-gateway's controller in the router
     // namespace (its table, feed and configuration under DIR/phad/).
     // Cars (flows with `access`) run through the router's proxy or load balancer; the record
     // of what ran (assignments, failovers) is DIR/cars.json.
-    let (results, report, flips, cars) = if crate::cars_testbed::has_cars(&scenario) {
-        let r = crate::cars_testbed::run(&scenario, &out)?;
-        (r.results, r.report, Vec::new(), Some((r.record, r.note)))
-    } else {
-        let (results, report, flips) = crate::phad_testbed::run(&scenario, &out.join("phad"))?;
-        (results, report, flips, None)
-    };
-    crate::run::write_outputs(&out, &results)?;
-    let io = |what: &str, p: &Path, e: std::io::Error| {
-        CliError::Failed(format!("cannot {what} {}: {e}", p.display()))
-    };
-    let mut report_json = emulator_json(&report);
-    if !flips.is_empty() {
-        report_json["phad_flips"] = serde_json::json!(flips);
-    }
-    if let Some((record, _)) = &cars {
-        report_json["cars"] = serde_json::json!(record);
-    }
-    let mut json = serde_json::to_string_pretty(&report_json)
+    let resolved = scenario.validate()?;
+    let o = railpath_testbed::run(&resolved, &out).map_err(cli_error)?;
+    crate::run::write_outputs(&out, &o.results)?;
+    let mut json = serde_json::to_string_pretty(&o.record_json())
         .map_err(|e| CliError::Failed(format!("cannot serialise the emulator report: {e}")))?;
     json.push('\n');
     let p = out.join("testbed.json");
-    std::fs::write(&p, json).map_err(|e| io("write", &p, e))?;
+    std::fs::write(&p, json)
+        .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", p.display())))?;
+    let results = &o.results;
+    let cars = o.cars.as_ref();
     print_stdout(&format!(
         "{}{}{} packets through the emulator in {:.1} s wall; results in {}\n",
         flow_table(&results.summary),
-        cars.as_ref()
-            .map(|(_, n)| format!("cars: {n}\n"))
+        cars.map(|(_, n)| format!("cars: {n}\n"))
             .unwrap_or_default(),
         results.summary.events,
         results.summary.wall_s,
         out.display()
     ))
-}
-
-/// `DIR/testbed.json`: how faithful the run was (the emulator's timing), both directions'
-/// counters of every link, and the outages as they happened.
-fn emulator_json(r: &railpath_linkem::EmuReport) -> serde_json::Value {
-    use railpath_linkem::model::DirStats;
-    use serde_json::json;
-    let dir = |d: &DirStats| {
-        json!({
-            "arrived_packets": d.arrived_packets,
-            "forwarded_packets": d.forwarded_packets,
-            "forwarded_bytes": d.forwarded_bytes,
-            "buffer_drops": d.buffer_drops,
-            "outage_drops": d.outage_drops,
-            "random_losses": d.random_losses,
-            "queue_delay_ms_avg": if d.served_packets == 0 { 0.0 } else {
-                d.queue_delay_sum_ns as f64 / d.served_packets as f64 / 1e6
-            },
-            "queue_delay_ms_max": d.queue_delay_max_ns as f64 / 1e6,
-        })
-    };
-    let l = &r.lateness;
-    json!({
-        "ran_for_s": r.ran_for.secs_f64(),
-        "realtime": r.realtime,
-        "write_lateness_us": {
-            "packets": l.packets, "mean": l.mean_us, "p50": l.p50_us, "p99": l.p99_us,
-            "p999": l.p999_us, "max": l.max_us,
-        },
-        "write_errors": r.write_errors,
-        "links": r.links.iter().map(|k| json!({
-            "id": k.id, "data": dir(&k.data), "reverse": dir(&k.reverse),
-        })).collect::<Vec<_>>(),
-        "outages": r.events.iter().map(|e| match e.kind {
-            railpath_linkem::LinkEventKind::OutageStart { until } => json!({
-                "link": e.link, "start_s": e.t.secs_f64(), "until_s": until.secs_f64(),
-            }),
-            railpath_linkem::LinkEventKind::OutageEnd => json!({
-                "link": e.link, "end_s": e.t.secs_f64(),
-            }),
-        }).collect::<Vec<_>>(),
-    })
 }
 
 /// One line per flow (and per MPTCP subflow): goodput in Mbit/s, sent and retransmitted packets.
@@ -377,62 +322,6 @@ mod tests {
         assert_eq!(e.exit_code(), 2);
         assert!(e.to_string().contains("flows"));
         std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn emulator_report_json() {
-        use railpath_core::Time;
-        use railpath_linkem::emu::{Lateness, LinkReport};
-        use railpath_linkem::{EmuReport, LinkEvent, LinkEventKind};
-        let stats = railpath_linkem::model::DirStats {
-            served_packets: 4,
-            queue_delay_sum_ns: 8_000_000,
-            queue_delay_max_ns: 5_000_000,
-            ..Default::default()
-        };
-        let r = EmuReport {
-            bin: Time::from_ms(100),
-            ran_for: Time::from_secs(2),
-            links: vec![LinkReport {
-                id: "a".into(),
-                data: stats,
-                reverse: Default::default(),
-                queue_bytes: vec![],
-                outages: vec![],
-            }],
-            paths: vec![],
-            events: vec![
-                LinkEvent {
-                    t: Time::from_ms(500),
-                    link: "a".into(),
-                    kind: LinkEventKind::OutageStart {
-                        until: Time::from_ms(550),
-                    },
-                },
-                LinkEvent {
-                    t: Time::from_ms(550),
-                    link: "a".into(),
-                    kind: LinkEventKind::OutageEnd,
-                },
-            ],
-            lateness: Lateness {
-                packets: 10,
-                mean_us: 12.0,
-                p50_us: 10.0,
-                p99_us: 40.0,
-                p999_us: 90.0,
-                max_us: 900.0,
-            },
-            write_errors: 0,
-            realtime: true,
-        };
-        let v = emulator_json(&r);
-        assert_eq!(v["write_lateness_us"]["p99"], 40.0);
-        assert_eq!(v["links"][0]["data"]["queue_delay_ms_avg"], 2.0);
-        assert_eq!(v["links"][0]["data"]["queue_delay_ms_max"], 5.0);
-        assert_eq!(v["outages"][0]["start_s"], 0.5);
-        assert_eq!(v["outages"][0]["until_s"], 0.55);
-        assert_eq!(v["outages"][1]["end_s"], 0.55);
     }
 
     #[test]

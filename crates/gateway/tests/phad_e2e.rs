@@ -395,7 +395,7 @@ fn phad_flips_ahead_of_outages_and_raises_goodput() {
     let dirs = [TempDir::new("phad-without"), TempDir::new("phad-with")];
     let trip = |with_phad: bool, dir: &std::path::Path| {
         write_inputs(dir);
-        let mut spec = TestbedSpec::from_scenario(&scenario()).unwrap();
+        let mut spec = TestbedSpec::from_resolved(&scenario().validate().unwrap()).unwrap();
         spec.clients = 0;
         let mut tb = Testbed::new(&spec).expect("testbed");
         let events = tb.take_events().unwrap();

@@ -34,7 +34,7 @@ fn two_hundred_transfers_through_the_proxy_over_emulated_carriers() {
         println!("SKIP {name}: {e}");
         return;
     }
-    let mut spec = TestbedSpec::from_scenario(&scenario()).unwrap();
+    let mut spec = TestbedSpec::from_resolved(&scenario().validate().unwrap()).unwrap();
     spec.clients = 1;
     let tb = Testbed::new(&spec).expect("testbed");
     // Kernel 6.18 can stall an MPTCP connection for good when its receive buffer fills with

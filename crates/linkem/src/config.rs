@@ -12,7 +12,7 @@
 use crate::model::{DirConfig, Service, Step};
 use railpath_core::Time;
 use railpath_radio::{CarrierTimeline, HandoverRecord};
-use railpath_scenario::{Link, OutageMode, Scenario, ScenarioError};
+use railpath_scenario::{OutageMode, Resolved, ScenarioError};
 use std::sync::Arc;
 
 pub use railpath_scenario::DEFAULT_BUFFER_PACKETS;
@@ -33,142 +33,60 @@ pub struct LinkConfig {
     pub outages: Vec<(Time, Time)>,
 }
 
-fn mbps_to_bps(file: &str, key: &str, mbps: f64) -> Result<u64, ScenarioError> {
-    if !(mbps.is_finite() && mbps > 0.0) {
-        return Err(ScenarioError::new(
-            file,
-            key,
-            format!("expected a rate in Mbit/s > 0, found {mbps}"),
-        ));
-    }
-    Ok((mbps * 1e6).round().max(1.0) as u64)
-}
-
-fn ms(file: &str, key: &str, v: f64) -> Result<Time, ScenarioError> {
-    if !(v.is_finite() && v >= 0.0) {
-        return Err(ScenarioError::new(
-            file,
-            key,
-            format!("expected milliseconds >= 0, found {v}"),
-        ));
-    }
-    Ok(Time::from_ms_f64(v))
-}
-
 impl LinkConfig {
-    /// The link `i` of a (validated, traces loaded) scenario.
-    pub fn from_scenario_link(s: &Scenario, i: usize) -> Result<LinkConfig, ScenarioError> {
-        let l: &Link = &s.links[i];
-        let file = s.source.as_str();
+    /// Link `i` of a resolved scenario (one a carrier does not drive: see
+    /// [`links_and_handovers`]). Its values were checked by validation; what the emulator
+    /// cannot do is refused with the key named.
+    pub fn from_spec(r: &Resolved, i: usize) -> Result<LinkConfig, ScenarioError> {
+        let l = &r.links[i].link;
         let k = |f: &str| format!("link[{i}].{f}");
-        let data_service = match (&l.trace, &l.trace_ms, l.rate_mbps) {
-            (Some(_), Some(t), _) => Service::Trace(Arc::new(t.clone())),
-            (Some(_), None, _) => {
+        let data_service = match (&l.trace_ms, l.rate_mbps) {
+            (Some(t), _) => Service::Trace(Arc::new(t.clone())),
+            (None, Some(r)) => Service::Rate(bps(r)),
+            (None, None) => {
                 return Err(ScenarioError::new(
-                    file,
-                    k("trace"),
-                    "trace file named but not loaded (use railpath_scenario::load)",
-                ))
-            }
-            (None, _, Some(r)) => Service::Rate(mbps_to_bps(file, &k("rate_mbps"), r)?),
-            (None, _, None) => {
-                return Err(ScenarioError::new(
-                    file,
-                    k("rate_mbps"),
-                    "required (a rate in Mbit/s > 0) unless trace is given",
+                    &r.source,
+                    k("wifi"),
+                    "the 802.11 MAC model runs in the simulator only: the testbed's links have a rate, give rate_mbps instead",
                 ))
             }
         };
-        let buffer = l.buffer();
-        let reverse_service = match (&l.reverse_trace, &l.reverse_trace_ms, l.reverse_rate_mbps) {
-            (Some(_), Some(t), _) => Service::Trace(Arc::new(t.clone())),
-            (Some(_), None, _) => {
-                return Err(ScenarioError::new(
-                    file,
-                    k("reverse_trace"),
-                    "trace file named but not loaded (use railpath_scenario::load)",
-                ))
-            }
-            (None, _, Some(r)) => Service::Rate(mbps_to_bps(file, &k("reverse_rate_mbps"), r)?),
-            (None, _, None) => match &data_service {
+        let reverse_service = match (&l.reverse_trace_ms, l.reverse_rate_mbps) {
+            (Some(t), _) => Service::Trace(Arc::new(t.clone())),
+            (None, Some(r)) => Service::Rate(bps(r)),
+            (None, None) => match &data_service {
                 Service::Rate(r) => Service::Rate(*r),
                 Service::Trace(_) => Service::Rate((DEFAULT_TRACE_REVERSE_RATE_MBPS * 1e6) as u64),
             },
         };
-        let end_s = s.run.duration_s;
+        let (seed, end_s) = (r.run.seed, r.run.duration_s);
         let data = DirConfig {
             service: data_service,
-            delay: ms(file, &k("delay_ms"), l.initial_delay_ms(s.run.seed, end_s))?,
+            delay: Time::from_ms_f64(l.initial_delay_ms(seed, end_s)),
             loss: l.loss,
-            buffer,
+            buffer: l.buffer(),
             outage_mode: l.outage_mode,
         };
         let reverse = DirConfig {
             service: reverse_service,
-            delay: ms(
-                file,
-                &k("reverse_delay_ms"),
-                l.reverse_delay_ms.unwrap_or(l.delay_ms),
-            )?,
+            delay: Time::from_ms_f64(l.reverse_delay_ms.unwrap_or(l.delay_ms)),
             loss: l.reverse_loss,
             buffer: l.reverse_buffer(),
             outage_mode: l.outage_mode,
         };
-        // The schedule as written is checked key by key; the steps run are those of
-        // `schedule_steps` (the schedule with the `delay_range` draws merged in).
-        for (j, st) in l.schedule.iter().enumerate() {
-            let sk = |f: &str| format!("link[{i}].schedule[{j}].{f}");
-            if !(st.t_s.is_finite() && st.t_s >= 0.0) {
-                return Err(ScenarioError::new(
-                    file,
-                    sk("t_s"),
-                    format!("expected seconds >= 0, found {}", st.t_s),
-                ));
-            }
-            if let Some(r) = st.rate_mbps {
-                mbps_to_bps(file, &sk("rate_mbps"), r)?;
-                if l.trace.is_some() {
-                    return Err(ScenarioError::new(
-                        file,
-                        sk("rate_mbps"),
-                        "a traced link has no rate to change",
-                    ));
-                }
-            }
-            if let Some(d) = st.delay_ms {
-                ms(file, &sk("delay_ms"), d)?;
-            }
-        }
-        let mut steps = Vec::new();
-        for st in l.schedule_steps(s.run.seed, end_s) {
-            steps.push(Step {
+        // The steps run are those of `schedule_steps`: the schedule with the `delay_range`
+        // draws merged in, as the simulator runs them.
+        let mut steps: Vec<Step> = l
+            .schedule_steps(seed, end_s)
+            .iter()
+            .map(|st| Step {
                 t: Time::from_secs_f64(st.t_s),
-                rate_bps: st
-                    .rate_mbps
-                    .map(|r| mbps_to_bps(file, &k("schedule"), r))
-                    .transpose()?,
-                delay: st
-                    .delay_ms
-                    .map(|d| ms(file, &k("delay_range"), d))
-                    .transpose()?,
+                rate_bps: st.rate_mbps.map(bps),
+                delay: st.delay_ms.map(Time::from_ms_f64),
                 loss: st.loss,
-            });
-        }
+            })
+            .collect();
         steps.sort_by_key(|s| s.t);
-        for (j, o) in l.outages.iter().enumerate() {
-            if !(o.start_s.is_finite() && o.start_s >= 0.0) {
-                return Err(ScenarioError::new(
-                    file,
-                    format!("link[{i}].outages[{j}].start_s"),
-                    format!("expected seconds >= 0, found {}", o.start_s),
-                ));
-            }
-            ms(
-                file,
-                &format!("link[{i}].outages[{j}].duration_ms"),
-                o.duration_ms,
-            )?;
-        }
         let outages = l
             .outage_list(end_s)
             .iter()
@@ -188,60 +106,49 @@ impl LinkConfig {
         })
     }
 
-    /// Every link of a scenario; links with `carrier = "<id>"` follow that carrier's timeline.
-    pub fn all_from_scenario(s: &Scenario) -> Result<Vec<LinkConfig>, ScenarioError> {
-        Ok(links_and_handovers(s)?.0)
+    /// Every link of a resolved scenario; links with a carrier follow its timeline.
+    pub fn all(r: &Resolved) -> Result<Vec<LinkConfig>, ScenarioError> {
+        Ok(links_and_handovers(r)?.0)
     }
 }
 
-/// The radio model's carrier timelines of a scenario (empty without `[[carrier]]`).
-pub fn carrier_timelines(s: &Scenario) -> Result<Vec<CarrierTimeline>, ScenarioError> {
-    if s.carriers.is_empty() {
+/// A rate in Mbit/s (validated, > 0) in bit/s, at least 1.
+fn bps(mbps: f64) -> u64 {
+    (mbps * 1e6).round().max(1.0) as u64
+}
+
+/// The radio model's carrier timelines of a scenario (empty without `[[carrier]]`), in the
+/// carriers' order.
+pub fn carrier_timelines(r: &Resolved) -> Result<Vec<CarrierTimeline>, ScenarioError> {
+    let Some(radio) = &r.radio else {
         return Ok(Vec::new());
-    }
-    let Some(train) = &s.train else {
-        return Err(ScenarioError::new(
-            &s.source,
-            "train",
-            "required when [[carrier]] is given",
-        ));
     };
-    let duration = Time::from_secs_f64(s.run.duration_s);
-    railpath_radio::carrier_timelines(train, &s.carriers, s.run.seed, duration).map_err(|e| {
-        let file = if e.file.is_empty() {
-            s.source.clone()
-        } else {
-            e.file.clone()
-        };
-        ScenarioError::new(&file, e.key, e.message)
-    })
+    let duration = Time::from_secs_f64(r.run.duration_s);
+    railpath_radio::carrier_timelines(&radio.train, &radio.carriers, r.run.seed, duration)
+        .map_err(|e| railpath_scenario::radio_error(&r.source, e))
 }
 
 /// Every link of a scenario and the handovers of the carriers that drive links.
 pub fn links_and_handovers(
-    s: &Scenario,
+    r: &Resolved,
 ) -> Result<(Vec<LinkConfig>, Vec<HandoverRecord>), ScenarioError> {
-    let timelines = if s.links.iter().any(|l| l.carrier.is_some()) {
-        carrier_timelines(s)?
+    let timelines = if r.links.iter().any(|l| l.carrier.is_some()) {
+        carrier_timelines(r)?
     } else {
         Vec::new()
     };
     let mut links = Vec::new();
     let mut handovers: Vec<HandoverRecord> = Vec::new();
-    for (i, l) in s.links.iter().enumerate() {
-        match &l.carrier {
-            None => links.push(LinkConfig::from_scenario_link(s, i)?),
+    let mut carriers_seen = Vec::new();
+    for (i, l) in r.links.iter().enumerate() {
+        match l.carrier {
+            None => links.push(LinkConfig::from_spec(r, i)?),
             Some(c) => {
-                let Some(tl) = timelines.iter().find(|t| &t.carrier == c) else {
-                    return Err(ScenarioError::new(
-                        &s.source,
-                        format!("link[{i}].carrier"),
-                        format!("no [[carrier]] with id {c:?}"),
-                    ));
-                };
-                let cfg = s.carriers.iter().find(|k| &k.id == c);
-                links.push(carrier_link(s, i, tl, cfg.and_then(|k| k.outage_mode))?);
-                if !handovers.iter().any(|h| &h.carrier == c) {
+                let tl = &timelines[c];
+                let mode = r.carrier_of(i).and_then(|k| k.outage_mode);
+                links.push(carrier_link(r, i, tl, mode)?);
+                if !carriers_seen.contains(&c) {
+                    carriers_seen.push(c);
                     handovers.extend(tl.handovers.iter().cloned());
                 }
             }
@@ -255,18 +162,16 @@ pub fn links_and_handovers(
 /// top of the link's own `delay_ms` and `loss`, and its interruptions as outages. Outage mode:
 /// the link's when it says `drop`, else the carrier's `outage_mode`, else hold.
 fn carrier_link(
-    s: &Scenario,
+    r: &Resolved,
     i: usize,
     tl: &CarrierTimeline,
     carrier_mode: Option<railpath_radio::OutageMode>,
 ) -> Result<LinkConfig, ScenarioError> {
-    let l = &s.links[i];
-    let file = s.source.as_str();
-    let k = |f: &str| format!("link[{i}].{f}");
+    let l = &r.links[i].link;
     let first_rate = tl.steps.iter().find_map(|st| st.rate_bps).ok_or_else(|| {
         ScenarioError::new(
-            file,
-            k("carrier"),
+            &r.source,
+            format!("link[{i}].carrier"),
             format!("carrier {:?} gives no rate", tl.carrier),
         )
     })?;
@@ -276,12 +181,9 @@ fn carrier_link(
         _ => OutageMode::Hold,
     };
     let buffer = l.buffer();
-    let delay = ms(file, &k("delay_ms"), l.delay_ms)?;
-    let reverse_rate = match l.reverse_rate_mbps {
-        Some(r) => mbps_to_bps(file, &k("reverse_rate_mbps"), r)?,
-        None => first_rate,
-    };
-    let duration = Time::from_secs_f64(s.run.duration_s);
+    let delay = Time::from_ms_f64(l.delay_ms);
+    let reverse_rate = l.reverse_rate_mbps.map_or(first_rate, bps);
+    let duration = Time::from_secs_f64(r.run.duration_s);
     let mut steps = Vec::new();
     let mut outages = Vec::new();
     let mut open: Option<Time> = None;
@@ -315,11 +217,7 @@ fn carrier_link(
     };
     let reverse = DirConfig {
         service: Service::Rate(reverse_rate),
-        delay: ms(
-            file,
-            &k("reverse_delay_ms"),
-            l.reverse_delay_ms.unwrap_or(l.delay_ms),
-        )?,
+        delay: Time::from_ms_f64(l.reverse_delay_ms.unwrap_or(l.delay_ms)),
         loss: l.reverse_loss,
         buffer: l.reverse_buffer(),
         outage_mode: mode,
@@ -362,11 +260,16 @@ reverse_rate_mbps = 5
 reverse_delay_ms = 20
 reverse_buffer_packets = 7
 outage_mode = "drop"
+[[flow]]
+id = "f"
+kind = "tcp"
+cc = "cubic"
+paths = ["a"]
 "#,
             "t.toml",
         )
         .unwrap();
-        let l = LinkConfig::all_from_scenario(&s).unwrap();
+        let l = LinkConfig::all(&s.validate().unwrap()).unwrap();
         assert_eq!(l[0].data.service, Service::Rate(40_000_000));
         assert_eq!(l[0].reverse.service, Service::Rate(40_000_000));
         assert_eq!(l[0].reverse.delay, Time::from_ms(45));
@@ -386,11 +289,11 @@ outage_mode = "drop"
         let s = parse_str(
             "[run]\nduration_s = 50\nseed = 4\n[[link]]\nid = \"a\"\nrate_mbps = 40\n\
              delay_range = { min_ms = 45, max_ms = 75 }\nreverse_delay_ms = 1\n\
-             outages = [{ start_s = 24, duration_ms = 1000, every_s = 24 }]\n",
+             outages = [{ start_s = 24, duration_ms = 1000, every_s = 24 }]\n[[flow]]\nid = \"f\"\nkind = \"tcp\"\ncc = \"cubic\"\npaths = [\"a\"]\n",
             "t.toml",
         )
         .unwrap();
-        let l = LinkConfig::all_from_scenario(&s).unwrap().remove(0);
+        let l = LinkConfig::all(&s.validate().unwrap()).unwrap().remove(0);
         let want = s.links[0].schedule_steps(4, 50.0);
         assert_eq!(l.steps.len(), 50);
         assert_eq!(l.steps.len(), want.len());
@@ -415,20 +318,23 @@ outage_mode = "drop"
     #[test]
     fn unloaded_trace_is_an_error_naming_the_key() {
         let s = parse_str(
-            "[run]\nduration_s = 1\n[[link]]\nid = \"a\"\ntrace = \"x.trace\"\n",
+            "[run]\nduration_s = 1\n[[link]]\nid = \"a\"\ntrace = \"x.trace\"\n[[flow]]\nid = \"f\"\nkind = \"tcp\"\ncc = \"cubic\"\npaths = [\"a\"]\n",
             "t.toml",
         )
         .unwrap();
-        let e = LinkConfig::from_scenario_link(&s, 0).unwrap_err();
+        // Resolution refuses it, before any engine sees the link.
+        let e = s.validate().unwrap_err();
         assert_eq!(e.key, "link[0].trace");
     }
 
     #[test]
     fn carrier_timeline_becomes_steps_and_outages() {
         let s = parse_str(
-            "[run]\nduration_s = 10\n[[link]]\nid = \"a\"\nrate_mbps = 1\ndelay_ms = 20\nloss = 0.01\n",
+            "[run]\nduration_s = 10\n[[link]]\nid = \"a\"\nrate_mbps = 1\ndelay_ms = 20\nloss = 0.01\n[[flow]]\nid = \"f\"\nkind = \"tcp\"\ncc = \"cubic\"\npaths = [\"a\"]\n",
             "t.toml",
         )
+        .unwrap()
+        .validate()
         .unwrap();
         let step = |t_ms: u64| LinkStep {
             t: Time::from_ms(t_ms),

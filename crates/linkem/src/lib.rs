@@ -8,8 +8,9 @@
 //!   cleanup on drop. API for other crates (the gateway's end-to-end tests):
 //!   [`Testbed::new`], [`Testbed::command`], [`Testbed::run_in`], [`Testbed::control`]
 //!   (scripted outages), [`Testbed::take_events`] (outage events), [`Testbed::endpoint_id`].
-//! - [`run`]: `railpath testbed run`: real traffic over the testbed, results in the simulator's
-//!   `RunResults` shape.
+//!
+//! What runs over it (a scenario's flows as kernel TCP/MPTCP, the train's cars, PHA-D) is the
+//! `railpath-testbed` crate's.
 //!
 //! See docs/testbed.md and docs/models/linkem.md.
 
@@ -17,7 +18,6 @@ pub mod config;
 pub mod emu;
 pub mod model;
 pub mod netns;
-pub mod run;
 pub mod testbed;
 
 pub use config::LinkConfig;

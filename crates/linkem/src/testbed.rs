@@ -22,7 +22,7 @@ use crate::emu::{EmuOptions, EmuReport, Emulator, LinkControl, LinkEvent, LinkIo
 use crate::netns::{ip, open_tun, run_cmd, run_in, Netns, NS_PREFIX};
 use crate::TestbedError;
 use railpath_core::Time;
-use railpath_scenario::Scenario;
+use railpath_scenario::Resolved;
 use std::net::Ipv4Addr;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,15 +49,15 @@ pub struct TestbedSpec {
 }
 
 impl TestbedSpec {
-    /// Links, seed and bin width from a scenario; one client.
-    pub fn from_scenario(s: &Scenario) -> Result<TestbedSpec, TestbedError> {
+    /// Links, seed and bin width from a resolved scenario; one client.
+    pub fn from_resolved(r: &Resolved) -> Result<TestbedSpec, TestbedError> {
         Ok(TestbedSpec {
-            links: LinkConfig::all_from_scenario(s)?,
+            links: LinkConfig::all(r)?,
             clients: 1,
             mptcp_endpoints: true,
             emu: EmuOptions {
-                seed: s.run.seed,
-                bin: Time::from_ms_f64(s.run.bin_ms),
+                seed: r.run.seed,
+                bin: Time::from_ms_f64(r.run.bin_ms),
                 ..EmuOptions::default()
             },
         })
@@ -407,13 +407,13 @@ mod tests {
     }
 
     #[test]
-    fn spec_from_scenario_takes_seed_and_bin() {
+    fn spec_from_a_scenario_takes_seed_and_bin() {
         let s = railpath_scenario::parse_str(
-            "[run]\nduration_s = 1\nseed = 9\nbin_ms = 50\n[[link]]\nid = \"a\"\nrate_mbps = 10\n",
+            "[run]\nduration_s = 1\nseed = 9\nbin_ms = 50\n[[link]]\nid = \"a\"\nrate_mbps = 10\n[[flow]]\nid = \"f\"\nkind = \"tcp\"\ncc = \"cubic\"\npaths = [\"a\"]\n",
             "t.toml",
         )
         .unwrap();
-        let spec = TestbedSpec::from_scenario(&s).unwrap();
+        let spec = TestbedSpec::from_resolved(&s.validate().unwrap()).unwrap();
         assert_eq!((spec.emu.seed, spec.emu.bin), (9, Time::from_ms(50)));
         assert_eq!((spec.links.len(), spec.clients), (1, 1));
     }

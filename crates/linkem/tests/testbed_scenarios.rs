@@ -11,8 +11,9 @@ fn testbed_scenarios_load_and_convert() {
         let p = e.unwrap().path();
         if p.extension().is_some_and(|x| x == "toml") {
             let s = railpath_scenario::load(&p, &[]).unwrap_or_else(|e| panic!("{e}"));
+            let r = s.validate().unwrap_or_else(|e| panic!("{e}"));
             let spec =
-                TestbedSpec::from_scenario(&s).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                TestbedSpec::from_resolved(&r).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
             assert_eq!(spec.links.len(), s.links.len());
             n += 1;
         }

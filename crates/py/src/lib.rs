@@ -91,6 +91,7 @@ fn run(
     let (text, file, base) = (text.to_string(), file.to_string(), base.to_string());
     let out = py.detach(move || -> Result<RunOut, PyErrBox> {
         let s = load(&text, &file, &base, &overrides).map_err(PyErrBox::Scenario)?;
+        let s = s.validate().map_err(PyErrBox::Scenario)?;
         let start = std::time::Instant::now();
         let mut r = railpath_sim::run(&s).map_err(|e| match e {
             // The scenario's fault found while building the run: a ScenarioError, as the CLI's

@@ -5,7 +5,6 @@
 //! 0.5 dB steps (0..15 dB), `a3-Offset` -30..30 in 0.5 dB steps (-15..15 dB), `timeToTrigger`
 //! one of the enumerated values in [`TTT_VALUES_MS`].
 
-use crate::measured::MeasuredData;
 use crate::RadioError;
 use railpath_core::{show_num, MAX_DURATION_S, MAX_RATE_MBPS, MAX_TRACK_M, MIN_RATE_MBPS};
 use serde::{Deserialize, Serialize};
@@ -1013,6 +1012,32 @@ pub fn validate(train: Option<&TrainConfig>, carriers: &[CarrierConfig]) -> Resu
         ));
     }
     Ok(())
+}
+
+/// What `measured::load_files` reads for a carrier of a measured model (kept with the
+/// configuration it belongs to; `measured.rs` parses and replays it).
+/// Loaded measured data of a carrier.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MeasuredData {
+    Csv {
+        file: String,
+        rows: Vec<CsvRow>,
+    },
+    Mahimahi {
+        file: String,
+        opportunities_ms: Vec<u64>,
+    },
+}
+
+/// One CSV row, with its rate resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CsvRow {
+    pub t_s: f64,
+    pub position_m: f64,
+    pub rate_bps: u64,
+    pub handover: bool,
+    pub interruption_ms: Option<f64>,
+    pub cell: Option<String>,
 }
 
 #[cfg(test)]

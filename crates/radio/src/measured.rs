@@ -30,29 +30,7 @@ use std::path::Path;
 /// Bytes per Mahimahi delivery opportunity.
 pub const OPPORTUNITY_BYTES: u64 = 1500;
 
-/// Loaded measured data of a carrier.
-#[derive(Debug, Clone, PartialEq)]
-pub enum MeasuredData {
-    Csv {
-        file: String,
-        rows: Vec<CsvRow>,
-    },
-    Mahimahi {
-        file: String,
-        opportunities_ms: Vec<u64>,
-    },
-}
-
-/// One CSV row, with its rate resolved.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CsvRow {
-    pub t_s: f64,
-    pub position_m: f64,
-    pub rate_bps: u64,
-    pub handover: bool,
-    pub interruption_ms: Option<f64>,
-    pub cell: Option<String>,
-}
+pub use crate::config::{CsvRow, MeasuredData};
 
 const COLUMNS: [&str; 7] = [
     "t_s",

@@ -12,8 +12,8 @@
 //! drained (the bloat "clears": its queueing delay back under the highest it was before any
 //! cross traffic).
 
-use crate::findings::{fmt_number, number, Block, Claim, Findings, Table};
-use crate::frame::{Context, Meta, Plan, Runs, Study};
+use crate::findings::{fmt_number, number, Block, Claim, Findings, Meta, Table};
+use crate::frame::{Context, Plan, Runs, Study};
 use crate::sim;
 use crate::stats::mean;
 use crate::svg::Plot;

@@ -13,8 +13,8 @@
 //!   simulated counterpart: Poisson packets over a random-split bond whose members serve at
 //!   mu_i / gamma, each member's awake and asleep time measured from the packets.
 
-use crate::findings::{fmt_number, number, Block, Cell, Claim, Findings, Number, Table};
-use crate::frame::{Context, Meta, Plan, Runs, Study};
+use crate::findings::{fmt_number, number, Block, Cell, Claim, Findings, Meta, Number, Table};
+use crate::frame::{Context, Plan, Runs, Study};
 use crate::sim;
 use crate::stats::mean;
 use crate::svg::Plot;

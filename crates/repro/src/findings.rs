@@ -1,4 +1,4 @@
-//! What a study finds: its numbers (means with 95% intervals over seeds, beside the paper's),
+//! What a study is ([`Meta`]) and what it finds: its numbers (means with 95% intervals over seeds, beside the paper's),
 //! its claims (each with whether railpath's numbers bear it out and the evidence that decides
 //! it), and its report's content (the setup, sections of prose, tables and figures). The frame
 //! turns them into `summary.json` (numbers and claims) and `report.html` (everything, through the
@@ -7,6 +7,25 @@
 use crate::stats::ci95;
 use crate::svg::Plot;
 use serde::Serialize;
+
+/// What the frame and the index need to know of a study.
+#[derive(Debug, Clone, Copy)]
+pub struct Meta {
+    /// The name on the command line and the output directory (`pha`).
+    pub name: &'static str,
+    /// The index's title for it.
+    pub title: &'static str,
+    /// The report page's `<title>`.
+    pub page_title: &'static str,
+    /// The report's heading.
+    pub heading: &'static str,
+    /// The original (the summary's `source`).
+    pub source: &'static str,
+    /// What stands beside the source in the report's opening (where its digest is).
+    pub digest: &'static str,
+    /// Why the study has no kernel side, if it has none (logged when one is asked for).
+    pub no_kernel: Option<&'static str>,
+}
 
 /// The `format` of a reproduction summary.
 pub const FORMAT: &str = "railpath-repro/1";

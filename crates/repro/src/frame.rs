@@ -2,35 +2,79 @@
 //! own. A study ([`Study`]) plans its runs (a grid of jobs), runs one job, and analyses the runs
 //! into [`Findings`]; the frame runs the jobs in parallel (one [`par_map`]), logs progress,
 //! counts the runs, builds the [`Summary`], renders the report through the one page template
-//! (crate::page) and writes `OUT/<study>/summary.json`, `OUT/<study>/report.html` and
-//! `OUT/index.html`. A study with a kernel side runs it from its analysis through
-//! [`Context::kernel_runs`] when the caller can run the real kernel.
+//! (crate::page) and writes `OUT/<study>/summary.json` and `OUT/<study>/report.html`
+//! (crate::studies runs studies by name and writes `OUT/index.html`). A study with a kernel
+//! side runs it from its analysis through [`Context::kernel_runs`] when the caller can run the
+//! real kernel.
 
-use crate::findings::{Findings, Report, Summary, FORMAT};
-use crate::{page, sim, KernelResult, KernelRun, Options};
+use crate::findings::{Findings, Meta, Report, Summary, FORMAT};
+use crate::{page, sim};
 use railpath_scenario::Scenario;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// What the frame and the index need to know of a study.
-#[derive(Debug, Clone, Copy)]
-pub struct Meta {
-    /// The name on the command line and the output directory (`pha`).
-    pub name: &'static str,
-    /// The index's title for it.
-    pub title: &'static str,
-    /// The report page's `<title>`.
-    pub page_title: &'static str,
-    /// The report's heading.
-    pub heading: &'static str,
-    /// The original (the summary's `source`).
-    pub source: &'static str,
-    /// What stands beside the source in the report's opening (where its digest is).
-    pub digest: &'static str,
-    /// Why the study has no kernel side, if it has none (logged when one is asked for).
-    pub no_kernel: Option<&'static str>,
+/// How a reproduction runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Output directory; each paper writes into `out/<paper>/`.
+    pub out: PathBuf,
+    /// Seeds per configuration (each configuration runs with seeds 1..=seeds).
+    pub seeds: u64,
+    /// Parallel runs (threads); 0 = every core.
+    pub jobs: usize,
+    /// The real kernel, when the caller can run it (root, `railpath repro --testbed`): papers
+    /// that have a kernel side run it too and show it beside the simulator.
+    pub kernel: Option<KernelRun>,
+    /// Runs per kernel configuration (seeds 1..=kernel_runs); each takes the scenario's
+    /// duration in real time.
+    pub kernel_runs: u64,
+    /// Run each seed's kernel configurations at the same time, each on a testbed of its own
+    /// (half the wall time; the default runs them one after another, as the published
+    /// campaigns were measured).
+    pub kernel_side_by_side: bool,
+    /// Length of a kernel run, s, for papers whose kernel side is a shortened run (PROXY-LB:
+    /// default 120 s); PHA runs its scenario's duration.
+    pub kernel_duration_s: Option<f64>,
+    /// PROXY-LB: kernel runs with 1..=N cars (default 5).
+    pub kernel_cars: Option<usize>,
+}
+
+/// Runs a scenario on the real kernel (the namespace testbed), in a work directory of its own,
+/// with railpath-gateway's PHA-D controller for flows whose `mechanisms` ask for it.
+pub type KernelRun = fn(&Scenario, &Path) -> Result<KernelResult, String>;
+
+/// A kernel run's results (the simulator's result types, so both are summarised alike) and a
+/// line saying what the controller did, if one ran.
+#[derive(Debug, Clone)]
+pub struct KernelResult {
+    pub results: railpath_sim::RunResults,
+    pub note: String,
+}
+
+impl Options {
+    /// The simulator alone (no kernel side), `seeds` seeds, every core, into `out`.
+    pub fn simulator(out: impl Into<PathBuf>, seeds: u64) -> Options {
+        Options {
+            out: out.into(),
+            seeds,
+            jobs: 0,
+            kernel: None,
+            kernel_runs: 0,
+            kernel_side_by_side: false,
+            kernel_duration_s: None,
+            kernel_cars: None,
+        }
+    }
+
+    pub fn threads(&self) -> usize {
+        if self.jobs > 0 {
+            self.jobs
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        }
+    }
 }
 
 /// A study: its grid of runs, one run, and the analysis of all of them.
@@ -347,66 +391,6 @@ pub fn reproduce_into(
         summary,
         report,
     })
-}
-
-/// Run `which` ("all" or a study's name) into `opts.out`; returns each study's reproduction.
-/// `log` gets progress lines.
-pub fn run(
-    which: &str,
-    opts: &Options,
-    log: &mut dyn FnMut(&str),
-) -> Result<Vec<Reproduction>, String> {
-    let chosen: Vec<&Entry> = if which == "all" {
-        crate::STUDIES.iter().collect()
-    } else {
-        match crate::STUDIES.iter().find(|p| p.meta.name == which) {
-            Some(p) => vec![p],
-            None => {
-                return Err(format!(
-                    "unknown paper {which:?}; expected all or one of {}",
-                    crate::names().join(", ")
-                ))
-            }
-        }
-    };
-    let mut out = Vec::new();
-    for p in chosen {
-        out.push(reproduce_into(p, opts, &opts.out.join(p.meta.name), log)?);
-    }
-    let p = opts.out.join("index.html");
-    std::fs::write(&p, page::index(&index(&opts.out, &out)))
-        .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
-    Ok(out)
-}
-
-/// The index's rows: every study reproduced now (`done`) or earlier into the same directory
-/// (its summary.json there), in the registry's order.
-pub fn index(out: &Path, done: &[Reproduction]) -> Vec<page::IndexRow> {
-    let mut rows = Vec::new();
-    for p in crate::STUDIES {
-        let counts = match done.iter().find(|r| r.summary.paper == p.meta.name) {
-            Some(r) => Some((
-                r.summary.claims.iter().filter(|c| c.holds).count(),
-                r.summary.claims.len(),
-            )),
-            None => std::fs::read_to_string(out.join(p.meta.name).join("summary.json"))
-                .ok()
-                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                .and_then(|v| {
-                    let c = v["claims"].as_array()?.clone();
-                    Some((c.iter().filter(|x| x["holds"] == true).count(), c.len()))
-                }),
-        };
-        if let Some((held, claims)) = counts {
-            rows.push(page::IndexRow {
-                name: p.meta.name.into(),
-                title: p.meta.title.into(),
-                held,
-                claims,
-            });
-        }
-    }
-    rows
 }
 
 pub fn write_json<T: Serialize>(path: &Path, v: &T) -> Result<(), String> {

@@ -2,8 +2,7 @@
 //! the index) filled with a study's findings, rendered here: the opening, the setup, the claims
 //! with their verdicts, then the study's sections (prose, tables, figures drawn by crate::svg).
 
-use crate::findings::{Block, Claim, Report, Section, Summary, Table};
-use crate::frame::Meta;
+use crate::findings::{Block, Claim, Meta, Report, Section, Summary, Table};
 use crate::sim;
 use crate::svg::esc;
 

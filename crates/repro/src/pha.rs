@@ -11,12 +11,11 @@
 //! carrier's handovers. Improvements are paired: with and without PHA on the same seed, then
 //! the mean and 95% interval over seeds.
 
-use crate::findings::{fmt_interval, number, Block, Claim, Findings, Number, Table};
-use crate::frame::{Context, KernelJob, Meta, Plan, Runs, Study};
+use crate::findings::{fmt_interval, number, Block, Claim, Findings, Meta, Number, Table};
+use crate::frame::{Context, KernelJob, KernelRun, Options, Plan, Runs, Study};
 use crate::sim;
 use crate::stats::{ci95, mean};
 use crate::svg::{esc, Plot};
-use crate::{KernelRun, Options};
 use railpath_scenario::Scenario;
 
 const MPTCP: &str = include_str!("../../../scenarios/pha/mptcp.toml");
@@ -51,11 +50,7 @@ fn load(text: &str, file: &str, over: &[String]) -> Result<Scenario, String> {
 
 /// The handover table every run uses: learned from the preliminary runs.
 fn learn_table(base: &Scenario) -> Result<railpath_radio::table::HandoverTable, String> {
-    let mut s = base.clone();
-    s.run.seed = LEARN_SEED;
-    s.flows[0].handover_table_learn_runs = Some(LEARN_RUNS);
-    s.flows[0].handover_table_data = None;
-    sim::handover_table(&s, 0)
+    sim::learn_table(base, 0, LEARN_SEED, LEARN_RUNS)
 }
 
 fn summarize(r: &railpath_sim::RunResults, flow: usize, keep_around: bool) -> Run {
@@ -738,7 +733,7 @@ impl Pha {
         let sides = kernel_sides(cx, k, &lin)?;
         let kernel_runs = cx.opts().kernel_runs;
         cx.count_runs(6 * kernel_runs);
-        let lead = sim::phad_lead_back(&lin, 0);
+        let lead = sim::phad_lead_back(&lin, 0)?;
         Ok(kernel_report(cx.opts(), &lin, lead, &sides, f))
     }
 }
@@ -1191,7 +1186,7 @@ and the connection's goodput without PHA (minRTT) as the load. 2.4 Mbit/s over t
 mod tests {
     use super::*;
     use crate::findings::Section;
-    use crate::KernelResult;
+    use crate::frame::KernelResult;
     use std::path::Path;
 
     /// A stand-in for the kernel: the simulator itself, with a note as the controller gives
@@ -1213,10 +1208,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("railpath-pha-kernel-{}", std::process::id()));
         // A table from a few preliminary runs (the study learns it from 50).
         let mut base = load(MPTCP, MPTCP_FILE, &[]).unwrap();
-        let mut learn = base.clone();
-        learn.run.seed = LEARN_SEED;
-        learn.flows[0].handover_table_learn_runs = Some(3);
-        let table = sim::handover_table(&learn, 0).unwrap();
+        let table = sim::learn_table(&base, 0, LEARN_SEED, 3).unwrap();
         base.flows[0].handover_table_data = Some(table.clone());
         let study = Pha {
             seeds: 2,

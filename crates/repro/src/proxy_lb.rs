@@ -13,12 +13,11 @@
 //! `--testbed`: the load balancer and railpath-gateway's proxy on the real kernel (namespace
 //! testbed, 1 to 5 car namespaces), a shortened run beside the simulator's of the same length.
 
-use crate::findings::{fmt_number, fmt_values, number, Block, Claim, Findings, Table};
-use crate::frame::{Context, KernelJob, Meta, Plan, Runs, Study};
+use crate::findings::{fmt_number, fmt_values, number, Block, Claim, Findings, Meta, Table};
+use crate::frame::{Context, KernelJob, KernelRun, Plan, Runs, Study};
 use crate::sim;
 use crate::stats::{ci95, mean};
 use crate::svg::{esc, Plot};
-use crate::KernelRun;
 use railpath_scenario::Scenario;
 use std::collections::HashSet;
 use std::fmt::Write;
@@ -1320,7 +1319,7 @@ fn kernel_report(
 mod tests {
     use super::*;
     use crate::findings::Section;
-    use crate::{KernelResult, Options};
+    use crate::frame::{KernelResult, Options};
     use std::path::Path;
 
     /// A stand-in for the kernel: the simulator itself, with a note naming its cars.

@@ -18,25 +18,45 @@ pub fn load(text: &str, file: &str, overrides: &[String]) -> Result<Scenario, St
 
 /// Check a scenario the study changed after loading it.
 pub fn check(s: &Scenario) -> Result<(), String> {
-    s.validate().map_err(|e| e.to_string())
+    s.validate().map(|_| ()).map_err(|e| e.to_string())
 }
 
-/// Run a scenario in the simulator.
+/// Run a scenario in the simulator: validated and resolved, then simulated.
 pub fn simulate(s: &Scenario) -> Result<RunResults, String> {
-    railpath_sim::run(s).map_err(|e| e.to_string())
+    let r = s.validate().map_err(|e| e.to_string())?;
+    railpath_sim::run(&r).map_err(|e| e.to_string())
 }
 
-/// The handover table flow `flow` of `s` would use: learned from the preliminary runs its
-/// `handover_table_learn_runs` asks for (seeds after the scenario's), or the one it is given.
-pub fn handover_table(s: &Scenario, flow: usize) -> Result<HandoverTable, String> {
+/// A handover table learned for flow `flow` of `s` from `runs` runs of the radio model alone
+/// (seeds `seed + 1 ..= seed + runs`), zones widened by the flow's GPS error.
+pub fn learn_table(
+    s: &Scenario,
+    flow: usize,
+    seed: u64,
+    runs: u32,
+) -> Result<HandoverTable, String> {
+    let r = s.validate().map_err(|e| e.to_string())?;
+    let radio = r
+        .radio
+        .as_ref()
+        .ok_or("the scenario has no train radio model")?;
+    let f = &s.flows[flow];
+    let gps = f
+        .gps_error_m
+        .unwrap_or(railpath_sim::mechanisms::pha::DEFAULT_GPS_ERROR_M);
     let end = Time::from_secs_f64(s.run.duration_s);
-    railpath_sim::mechanisms::pha::table_for(s, &s.flows[flow], end)
+    railpath_sim::mechanisms::pha::learn_table(radio, seed, runs, gps, end)
+        .map_err(|e| format!("flow {:?}: {e}", f.id))
 }
 
 /// PHA-D's lead and way back (how long before a predicted zone the controller flips a carrier
-/// to backup, and before the zone's end back to regular) for flow `flow` of `s`.
-pub fn phad_lead_back(s: &Scenario, flow: usize) -> (Time, Time) {
-    railpath_sim::mechanisms::pha::phad_lead_back(s, &s.flows[flow])
+/// to backup, and before the zone's end back to regular) for flow `flow` of `s`, an mptcp flow.
+pub fn phad_lead_back(s: &Scenario, flow: usize) -> Result<(Time, Time), String> {
+    let r = s.validate().map_err(|e| e.to_string())?;
+    let m = r.flows[flow]
+        .mptcp()
+        .ok_or_else(|| format!("flow {:?} is not an mptcp flow", s.flows[flow].id))?;
+    Ok(railpath_sim::mechanisms::pha::phad_lead_back(&r, m))
 }
 
 /// The times (s) of each carrier's handovers on the scenario's train, for `seed`.

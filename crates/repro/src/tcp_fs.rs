@@ -11,8 +11,10 @@
 //! send" is, per seed, from the handoff's start to the end of TCP-FS's ACK holding; bytes "sent"
 //! are bytes the sender put on the wire (retransmissions included), counted in 10 ms bins.
 
-use crate::findings::{fmt_interval, fmt_number, number, Block, Claim, Findings, Number, Table};
-use crate::frame::{Context, Meta, Plan, Runs, Study};
+use crate::findings::{
+    fmt_interval, fmt_number, number, Block, Claim, Findings, Meta, Number, Table,
+};
+use crate::frame::{Context, Plan, Runs, Study};
 use crate::sim;
 use crate::stats::{ci95, mean};
 use crate::svg::Plot;

@@ -6,48 +6,26 @@
 //! key path (e.g. `link[1].loss` or `flow "dl".paths`) and what was expected.
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 mod cars;
+mod error;
 mod locate;
 mod overrides;
+pub mod resolved;
 mod size;
 mod validate;
 
 pub use cars::*;
+pub use error::ScenarioError;
 pub use overrides::apply_override;
+pub use resolved::{
+    BalancerSpec, BondSpec, CoupledCc, FlowSpec, HandoffPlan, HandoffSpec, HandoverAware, LinkSpec,
+    MptcpCc, MptcpMechanism, MptcpSpec, PrioChangeSpec, ProxySpec, Radio, Resolved, SchedulerKind,
+    SubflowSpec, TableSource, TcpCc, TcpMechanism, TcpRoute, TcpSpec, Transport, UdpSpec,
+};
 pub use size::Budget;
-
-/// An error in a scenario file or an override: file, key path and what was expected.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScenarioError {
-    pub file: String,
-    pub key: String,
-    pub message: String,
-}
-
-impl ScenarioError {
-    pub fn new(file: &str, key: impl Into<String>, message: impl Into<String>) -> Self {
-        ScenarioError {
-            file: file.to_string(),
-            key: key.into(),
-            message: railpath_core::shorten(&message.into()),
-        }
-    }
-}
-
-impl fmt::Display for ScenarioError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.key.is_empty() {
-            write!(f, "{}: {}", self.file, self.message)
-        } else {
-            write!(f, "{}: {}: {}", self.file, self.key, self.message)
-        }
-    }
-}
-
-impl std::error::Error for ScenarioError {}
+pub use validate::TCP_CCS;
 
 /// A whole scenario: `[run]`, optional `[tcp]` defaults, links and flows.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -1095,7 +1073,8 @@ pub fn load_text(
         true => locate::with_line(e, &text),
         false => e,
     };
-    s.validate().map_err(add_line)?;
+    // Checked before the files it names are read; resolved (`validate`) by whoever runs it.
+    s.check().map_err(add_line)?;
     s.load_traces(base).map_err(add_line)?;
     s.load_handover_tables(base).map_err(add_line)?;
     railpath_radio::measured::load_files(&mut s.carriers, base)

@@ -178,7 +178,7 @@ fn key_at(line: &str, col: usize, slice: &str) -> Option<String> {
 
 /// A validation error of the scenario `text` with the line of its key put in front of the
 /// message (`line 9: expected a probability ...`), when the key is written in the text.
-pub fn with_line(mut e: crate::ScenarioError, text: &str) -> crate::ScenarioError {
+pub fn with_line(mut e: crate::error::ScenarioError, text: &str) -> crate::error::ScenarioError {
     if !e.key.is_empty() && !e.message.starts_with("line ") {
         if let Some(n) = line_of_key(text, &e.key) {
             e.message = format!("line {n}: {}", e.message);
@@ -323,11 +323,11 @@ mod tests {
 
     #[test]
     fn with_line_prefixes_once_and_only_when_found() {
-        let e = crate::ScenarioError::new("f", "link[0].rate_mbps", "expected > 0");
+        let e = crate::error::ScenarioError::new("f", "link[0].rate_mbps", "expected > 0");
         let e = with_line(e, DOC);
         assert_eq!(e.message, "line 6: expected > 0");
         assert_eq!(with_line(e.clone(), DOC), e);
-        let e = crate::ScenarioError::new("f", "tcp.sack", "x");
+        let e = crate::error::ScenarioError::new("f", "tcp.sack", "x");
         assert_eq!(with_line(e.clone(), DOC), e);
     }
 

@@ -50,7 +50,7 @@ paths = ["a"]
 
 fn check(text: &str) -> Result<(), (String, String)> {
     let s = parse_str(text, "pha.toml").map_err(|e| (e.key, e.message))?;
-    s.validate().map_err(|e| (e.key, e.message))
+    s.validate().map(|_| ()).map_err(|e| (e.key, e.message))
 }
 
 #[test]

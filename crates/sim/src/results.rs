@@ -4,6 +4,9 @@
 
 use serde::Serialize;
 
+/// The version recorded in every summary.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// The `format` of `summary.json`: bumped when a field is renamed or dropped.
 pub const SUMMARY_FORMAT: &str = "railpath-summary/1";
 

@@ -2,19 +2,16 @@
 //! gathers the results.
 
 use crate::engine::Event;
-use crate::flow::{Flow, TcpFlow};
-use crate::mptcp::connection::{MptcpFlow, MptcpSetup};
-use crate::net::link::{LinkDir, Trace};
-use crate::net::{Endpoint, Hop, Net, Side};
+use crate::flows::cars::BalancerRt;
+use crate::flows::Flow;
+use crate::net::{Net, StepAction};
 use crate::results::{
     AvgMax, BondMemberEvent, BondMemberSummary, BondSummary, Handover, LinkSummary, RunResults,
     Series, Summary,
 };
-use crate::udp::UdpFlow;
-use railpath_core::{Rng, Time};
-use railpath_scenario::{FlowKind, PathTarget, Scenario};
+use railpath_core::Time;
+use railpath_scenario::{Resolved, TcpRoute, Transport};
 use std::fmt;
-use std::sync::Arc;
 
 /// An error that stops a run.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,703 +34,31 @@ impl fmt::Display for SimError {
 }
 impl std::error::Error for SimError {}
 
-/// Run a validated scenario to completion.
-pub fn run(s: &Scenario) -> Result<RunResults, SimError> {
-    run_with_progress(s, &mut |_| {})
+/// A link during the run: its two directions and the steps that change it.
+pub(crate) struct LinkRuntime {
+    pub id: String,
+    pub fwd: u32,
+    pub rev: u32,
+    pub steps: Vec<(Time, StepAction)>,
+    pub next_step: usize,
+    pub queue_samples: Vec<f64>,
 }
 
-/// Run, calling `progress` with the simulated fraction done (0..=1) about every simulated second.
-pub fn run_with_progress(
-    s: &Scenario,
-    progress: &mut dyn FnMut(f64),
-) -> Result<RunResults, SimError> {
-    let mut w = World::build(s)?;
-    w.run(progress);
-    Ok(w.finish(s))
-}
-
-/// A change of a link's conditions at a point in time.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum StepAction {
-    /// Data-direction rate, bit/s.
-    Rate(u64),
-    /// Data-direction base one-way delay.
-    Delay(Time),
-    /// Data-direction random loss probability.
-    Loss(f64),
-    /// Both directions stop delivering until the given time.
-    OutageStart(Time),
-    OutageEnd,
-    /// Radio model: delay added to both directions (weak signal).
-    ExtraDelay(Time),
-    /// Radio model: loss probability added in the data direction (weak signal).
-    ExtraLoss(f64),
-}
-
-struct LinkRuntime {
-    id: String,
-    fwd: u32,
-    rev: u32,
-    steps: Vec<(Time, StepAction)>,
-    next_step: usize,
-    queue_samples: Vec<f64>,
-}
-
+/// The world during a run (built by `crate::build::world`).
 pub(crate) struct World {
-    pub(crate) net: Net,
-    flows: Vec<Flow>,
-    links: Vec<LinkRuntime>,
-    end: Time,
-    bin: Time,
-    nbins: usize,
-    bins_done: usize,
-    handovers: Vec<Handover>,
-    balancers: Vec<crate::cars::BalancerRt>,
-}
-
-/// What `World::build` assembles, one kind of part at a time: each kind of link or flow has its
-/// own builder method (and, for vertical handoffs, its own module), so a new kind touches one
-/// place.
-struct Builder<'a> {
-    s: &'a Scenario,
-    end: Time,
-    nbins: usize,
-    net: Net,
-    links: Vec<LinkRuntime>,
-    flows: Vec<Flow>,
-    timelines: Vec<railpath_radio::CarrierTimeline>,
-    balancers: Vec<crate::cars::BalancerRt>,
-}
-
-impl Builder<'_> {
-    /// One `[[link]]`: both directions, and the steps that change it over the run (its
-    /// schedule, outages, carrier timeline, and `attach`: a vertical handoff's releases).
-    fn link(
-        &mut self,
-        i: usize,
-        l: &railpath_scenario::Link,
-        attach: Vec<(Time, StepAction)>,
-    ) -> Result<(), SimError> {
-        let s = self.s;
-        let limit = l.buffer();
-        let rate_bps = l.rate_mbps.map(mbps).unwrap_or(0);
-        let mut fwd = LinkDir::new(
-            i as u32,
-            rate_bps,
-            Time::from_ms_f64(l.delay_ms),
-            l.loss,
-            limit,
-            Rng::stream(s.run.seed, &format!("link:{}:fwd", l.id)),
-        );
-        fwd.outage_mode = l.outage_mode;
-        let wifi = l.wifi.as_ref().map(crate::net::wifi::WifiMac::new);
-        if let Some(mac) = wifi {
-            fwd.wifi = Some(mac);
-            fwd.rate_bps = mac.saturation_bps(1500).round() as u64;
-        }
-        if let Some(t) = &l.trace_ms {
-            fwd.trace = Some(Trace::new(Arc::from(t.as_slice())));
-        } else if l.trace.is_some() {
-            return Err(SimError::Internal(format!(
-                "link {:?}: trace {:?} was not loaded",
-                l.id, l.trace
-            )));
-        }
-        let carrier = l.carrier.as_ref().map(|c| {
-            let ci = s.carriers.iter().position(|x| x.id == *c);
-            (
-                ci.map(|i| &s.carriers[i]),
-                self.timelines.iter().find(|t| t.carrier == *c),
-            )
-        });
-        if let Some((Some(cc), _)) = carrier {
-            // Drop if either the link or its carrier says so (as the emulator does).
-            if cc.outage_mode == Some(railpath_radio::OutageMode::Drop) {
-                fwd.outage_mode = railpath_scenario::OutageMode::Drop;
-            }
-        }
-        let rev_rate = match (l.reverse_rate_mbps, l.rate_mbps, carrier) {
-            (Some(r), _, _) => mbps(r),
-            (None, Some(r), _) => mbps(r),
-            // A carrier's uplink: its peak rate unless reverse_rate_mbps says otherwise.
-            (None, None, Some((Some(cc), _))) => cc.rate_mbps.map(mbps).unwrap_or(100_000_000),
-            (None, None, _) => 100_000_000,
-        };
-        let rev_limit = l.reverse_buffer();
-        let mut rev = LinkDir::new(
-            i as u32,
-            rev_rate,
-            Time::from_ms_f64(l.reverse_delay_ms.unwrap_or(l.delay_ms)),
-            l.reverse_loss,
-            rev_limit,
-            Rng::stream(s.run.seed, &format!("link:{}:rev", l.id)),
-        );
-        rev.outage_mode = fwd.outage_mode;
-        if let Some(mac) = wifi {
-            rev.wifi = Some(mac);
-            rev.rate_bps = mac.saturation_bps(1500).round() as u64;
-        }
-        if let Some(t) = &l.reverse_trace_ms {
-            rev.trace = Some(Trace::new(Arc::from(t.as_slice())));
-        }
-        self.net.dirs.push(fwd);
-        self.net.dirs.push(rev);
-        let mut steps: Vec<(Time, StepAction)> = Vec::new();
-        for st in &l.schedule_steps(s.run.seed, s.run.duration_s) {
-            let t = Time::from_secs_f64(st.t_s);
-            if let Some(r) = st.rate_mbps {
-                steps.push((t, StepAction::Rate(mbps(r))));
-            }
-            if let Some(d) = st.delay_ms {
-                steps.push((t, StepAction::Delay(Time::from_ms_f64(d))));
-            }
-            if let Some(p) = st.loss {
-                steps.push((t, StepAction::Loss(p)));
-            }
-        }
-        for o in &l.outage_list(s.run.duration_s) {
-            let t = Time::from_secs_f64(o.start_s);
-            let until = t + Time::from_ms_f64(o.duration_ms);
-            steps.push((t, StepAction::OutageStart(until)));
-            steps.push((until, StepAction::OutageEnd));
-        }
-        if let Some((_, tl)) = carrier {
-            let tl = tl.ok_or_else(|| {
-                SimError::Internal(format!(
-                    "link {:?}: carrier {:?} has no timeline",
-                    l.id, l.carrier
-                ))
-            })?;
-            let mut open: Option<usize> = None;
-            for st in &tl.steps {
-                if let Some(r) = st.rate_bps {
-                    steps.push((st.t, StepAction::Rate(r.max(1))));
-                }
-                if let Some(d) = st.extra_delay {
-                    steps.push((st.t, StepAction::ExtraDelay(d)));
-                }
-                if let Some(p) = st.extra_loss {
-                    steps.push((st.t, StepAction::ExtraLoss(p)));
-                }
-                match st.outage {
-                    // An outage already open continues (a timeline whose next outage
-                    // starts when the last ends merges the two): starting it again would
-                    // leave one start without an end, and the link down for good.
-                    Some(true) if open.is_some() => {}
-                    Some(true) => {
-                        open = Some(steps.len());
-                        steps.push((st.t, StepAction::OutageStart(self.end)));
-                    }
-                    Some(false) => {
-                        // The start learns its end so held packets are re-armed then.
-                        if let Some(k) = open.take() {
-                            steps[k].1 = StepAction::OutageStart(st.t);
-                        }
-                        steps.push((st.t, StepAction::OutageEnd));
-                    }
-                    None => {}
-                }
-            }
-        }
-        if !attach.is_empty() {
-            // A link a vertical handoff uses: released means what it holds is lost.
-            self.net.dirs[2 * i].outage_mode = railpath_scenario::OutageMode::Drop;
-            self.net.dirs[2 * i + 1].outage_mode = railpath_scenario::OutageMode::Drop;
-            steps.extend(attach);
-        }
-        // Stable: equal times keep insertion order (schedule before outages).
-        steps.sort_by_key(|(t, _)| *t);
-        // Steps at time zero (a carrier's initial rate) apply before anything is sent.
-        let mut first = 0;
-        while first < steps.len() && steps[first].0 == Time::ZERO {
-            apply_step(
-                &mut self.net,
-                (2 * i) as u32,
-                (2 * i + 1) as u32,
-                steps[first].1,
-            );
-            first += 1;
-        }
-        if l.carrier.is_some()
-            && self.net.dirs[2 * i].rate_bps == 0
-            && self.net.dirs[2 * i].trace.is_none()
-        {
-            return Err(SimError::Input(railpath_scenario::ScenarioError::new(
-                &s.source,
-                format!("link[{i}].carrier"),
-                format!("carrier {:?} gives no rate at time 0", l.carrier),
-            )));
-        }
-        if let Some(&(t, _)) = steps.get(first) {
-            self.net.sched.at(t, Event::LinkStep { link: i as u32 });
-        }
-        self.links.push(LinkRuntime {
-            id: l.id.clone(),
-            fwd: (2 * i) as u32,
-            rev: (2 * i + 1) as u32,
-            steps,
-            next_step: first,
-            queue_samples: Vec::with_capacity(self.nbins),
-        });
-        Ok(())
-    }
-
-    /// Routes of subflow `sub` of flow `fi` over a link or a bond: (data, ACK).
-    fn routes(&mut self, fi: usize, sub: u16, t: PathTarget) -> (u32, u32) {
-        self.routes_via(fi, sub, t, None)
-    }
-
-    /// The hops of a path and then, if given, of an in-car link: (data, ACK) before the sink.
-    fn hops(&self, t: PathTarget, access: Option<usize>) -> (Vec<Hop>, Vec<Hop>) {
-        let (fwd, rev) = match t {
-            PathTarget::Link(li) => (Hop::Dir(self.links[li].fwd), Hop::Dir(self.links[li].rev)),
-            PathTarget::Bond(b) => (Hop::Bond(2 * b as u32), Hop::Bond(2 * b as u32 + 1)),
-        };
-        match access {
-            Some(a) => (
-                vec![fwd, Hop::Dir(self.links[a].fwd)],
-                vec![Hop::Dir(self.links[a].rev), rev],
-            ),
-            None => (vec![fwd], vec![rev]),
-        }
-    }
-
-    /// [`Builder::routes`] continued over an in-car link `access` (data: the path then the
-    /// in-car link; ACKs the other way).
-    fn routes_via(
-        &mut self,
-        fi: usize,
-        sub: u16,
-        t: PathTarget,
-        access: Option<usize>,
-    ) -> (u32, u32) {
-        let (mut fwd, mut rev) = self.hops(t, access);
-        let flow = fi as u32;
-        fwd.push(Hop::Sink(Endpoint {
-            flow,
-            sub,
-            side: Side::Receiver,
-        }));
-        rev.push(Hop::Sink(Endpoint {
-            flow,
-            sub,
-            side: Side::Sender,
-        }));
-        (self.net.add_route(fwd), self.net.add_route(rev))
-    }
-
-    fn access_of(&self, f: &railpath_scenario::Flow) -> Result<Option<usize>, SimError> {
-        f.access
-            .as_ref()
-            .map(|a| {
-                self.s.link_index(a).ok_or_else(|| {
-                    SimError::Internal(format!("flow {:?}: unknown access link {a:?}", f.id))
-                })
-            })
-            .transpose()
-    }
-
-    /// A `[[balancer]]`: its links, and a tracking check at each time a link has been down
-    /// for the detection delay.
-    fn balancer(&mut self, bi: usize, b: &railpath_scenario::Balancer) -> Result<(), SimError> {
-        let detect = Time::from_ms_f64(b.detect_ms());
-        let mut links = Vec::new();
-        let mut rates = Vec::new();
-        let mut down = Vec::new();
-        for id in &b.links {
-            let li = self.s.link_index(id).ok_or_else(|| {
-                SimError::Internal(format!("balancer {:?}: unknown link {id:?}", b.id))
-            })?;
-            links.push(li);
-            rates.push(self.s.links[li].rate_mbps.unwrap_or(0.0));
-            let mut spans = Vec::new();
-            for (t, a) in &self.links[li].steps {
-                if let StepAction::OutageStart(until) = a {
-                    if *until > *t + detect {
-                        spans.push((*t + detect, *until));
-                        if *t + detect < self.end {
-                            self.net.sched.at(
-                                *t + detect,
-                                Event::BalancerCheck {
-                                    balancer: bi as u32,
-                                },
-                            );
-                        }
-                    }
-                }
-            }
-            down.push(spans);
-        }
-        self.balancers.push(crate::cars::BalancerRt {
-            id: b.id.clone(),
-            policy: b.policy,
-            failover: b.failover,
-            links,
-            rates,
-            down,
-            order: 0,
-            cars: Vec::new(),
-        });
-        Ok(())
-    }
-
-    /// A car's tcp flow through balancer `bi`: a connection whose routes the balancer sets when
-    /// it starts (and again at a failover).
-    fn balanced_flow(
-        &mut self,
-        fi: usize,
-        f: &railpath_scenario::Flow,
-        bi: usize,
-    ) -> Result<Flow, SimError> {
-        let tcp = self.s.tcp_config(fi);
-        let access = self.access_of(f)?;
-        let flow = TcpFlow::new(fi as u32, f, &tcp, 0, 0, self.s.run.seed, self.nbins)
-            .map_err(SimError::Internal)?;
-        let bal = &self.balancers[bi];
-        // Cars are numbered in flow order, as the testbed numbers its client namespaces.
-        let car = self.s.flows[..fi]
-            .iter()
-            .filter(|g| {
-                g.access.is_some() || g.paths.iter().any(|p| self.s.balancer_index(p).is_some())
-            })
-            .count();
-        let links = bal.links.clone();
-        let failover = bal.failover;
-        let id = bal.id.clone();
-        let hops = links
-            .iter()
-            .map(|&li| self.hops(PathTarget::Link(li), access))
-            .collect();
-        let names = links
-            .iter()
-            .map(|&li| self.s.links[li].id.clone())
-            .collect();
-        self.balancers[bi].cars.push(fi);
-        let mut b = crate::cars::BalancedFlow::new(
-            Box::new(flow),
-            bi,
-            car,
-            hops,
-            f.clone(),
-            tcp,
-            self.s.run.seed,
-            names,
-            failover,
-        );
-        b.balancer_id = id;
-        Ok(Flow::Balanced(Box::new(b)))
-    }
-
-    /// A car behind the router's MPTCP proxy: the server's MPTCP connection to the router (or
-    /// plain TCP over the first path when the server has no MPTCP), the relay, and the
-    /// passenger's TCP over the in-car link.
-    fn relay_flow(&mut self, fi: usize, f: &railpath_scenario::Flow) -> Result<Flow, SimError> {
-        let opts = f.proxy.clone().unwrap_or_default();
-        let access = self.access_of(f)?.ok_or_else(|| {
-            SimError::Internal(format!("flow {:?}: a proxied flow without access", f.id))
-        })?;
-        let up = if opts.server_mptcp() {
-            let Flow::Mptcp(m) = self.mptcp_flow(fi, f)? else {
-                unreachable!("mptcp_flow builds an mptcp flow")
-            };
-            crate::cars::Up::Mptcp(m)
-        } else {
-            // The fallback's plain TCP runs the host's congestion control: the subflows' own
-            // when uncoupled, else Linux's default, CUBIC.
-            let mut single = f.clone();
-            single.cc =
-                f.cc.strip_prefix("uncoupled-")
-                    .unwrap_or("cubic")
-                    .to_string();
-            single.paths.truncate(1);
-            let Flow::Tcp(t) = self.tcp_flow(fi, &single)? else {
-                unreachable!("tcp_flow builds a tcp flow")
-            };
-            crate::cars::Up::Tcp(t)
-        };
-        let tcp = self.s.tcp_config(fi);
-        let mut passenger = f.clone();
-        passenger.cc = opts.access_cc().to_string();
-        passenger.bytes = 0;
-        let (d, a) = self.routes_via(fi, crate::cars::ACCESS_SUB, PathTarget::Link(access), None);
-        let down = TcpFlow::new(
-            fi as u32,
-            &passenger,
-            &tcp,
-            d,
-            a,
-            self.s.run.seed,
-            self.nbins,
-        )
-        .map_err(SimError::Internal)?;
-        Ok(Flow::Relay(Box::new(crate::cars::RelayFlow::new(
-            up,
-            Box::new(down),
-            self.s.links[access].id.clone(),
-            opts.buffer_bytes(),
-            opts.verify,
-            self.s.run.seed,
-        ))))
-    }
-
-    fn link_of(&self, f: &railpath_scenario::Flow, p: &str) -> Result<PathTarget, SimError> {
-        self.s
-            .path_target(p)
-            .ok_or_else(|| SimError::Internal(format!("flow {:?}: unknown link {:?}", f.id, p)))
-    }
-
-    /// One `[[bond]]` over links already built: its members, their power clocks, and a
-    /// monitoring check at the first tick after each change of a member's carrier.
-    fn bond(&mut self, bi: usize, b: &railpath_scenario::Bond) -> Result<(), SimError> {
-        use crate::net::bond::{next_check, Bond, Member};
-        let mut members = Vec::with_capacity(b.members.len());
-        let tau = Time::from_ms_f64(b.sleep_after_ms());
-        let interval = Time::from_ms_f64(b.miimon_ms());
-        let mut checks = Vec::new();
-        for m in &b.members {
-            let li = self.s.link_index(m).ok_or_else(|| {
-                SimError::Internal(format!("bond {:?}: unknown member {m:?}", b.id))
-            })?;
-            let (fwd, rev) = (self.links[li].fwd, self.links[li].rev);
-            self.net.dirs[fwd as usize].awake = Some(crate::power::AwakeClock::new(tau));
-            members.push(Member {
-                link: li as u32,
-                fwd,
-                rev,
-            });
-            for (t, a) in &self.links[li].steps {
-                if matches!(a, StepAction::OutageStart(_) | StepAction::OutageEnd) {
-                    checks.extend(next_check(*t, interval).filter(|c| *c < self.end));
-                }
-            }
-        }
-        checks.sort();
-        checks.dedup();
-        for t in checks {
-            self.net.sched.at(t, Event::BondCheck { bond: bi as u32 });
-        }
-        let mut bond = Bond::new(
-            &b.id,
-            members,
-            b.weights(),
-            b.split,
-            b.ack_filter,
-            Rng::stream(self.s.run.seed, &format!("bond:{}", b.id)),
-        );
-        // Members already out at the start (an outage from time 0) are seen at enslaving.
-        let dirs = &self.net.dirs;
-        bond.monitor(Time::ZERO, |m| dirs[m.fwd as usize].down == 0);
-        bond.stats.events.clear();
-        self.net.bonds.push(bond);
-        Ok(())
-    }
-
-    /// A tcp flow over one link.
-    fn tcp_flow(&mut self, fi: usize, f: &railpath_scenario::Flow) -> Result<Flow, SimError> {
-        let tcp = self.s.tcp_config(fi);
-        let t = self.link_of(f, &f.paths[0])?;
-        let access = self.access_of(f)?;
-        let (data_route, ack_route) = self.routes_via(fi, 0, t, access);
-        let flow = TcpFlow::new(
-            fi as u32,
-            f,
-            &tcp,
-            data_route,
-            ack_route,
-            self.s.run.seed,
-            self.nbins,
-        )
-        .map_err(SimError::Internal)?;
-        Ok(Flow::Tcp(Box::new(flow)))
-    }
-
-    /// A tcp flow whose path moves between links (vertical handoffs), with TCP-FS if switched
-    /// on: a route per path, and a `FlowControl` event per handoff step.
-    fn handoff_flow(&mut self, fi: usize, f: &railpath_scenario::Flow) -> Result<Flow, SimError> {
-        let Flow::Tcp(mut flow) = self.tcp_flow(fi, f)? else {
-            unreachable!("tcp_flow builds a tcp flow")
-        };
-        let mut routes = Vec::with_capacity(f.paths.len());
-        routes.push((flow.sender.route, flow.ack_route));
-        for p in &f.paths[1..] {
-            let t = self.link_of(f, p)?;
-            routes.push(self.routes(fi, 0, t));
-        }
-        let tcp = self.s.tcp_config(fi);
-        let h = crate::handoff::flow_handoffs(f, &tcp, routes, self.nbins);
-        for (k, (t, _)) in h.steps.iter().enumerate() {
-            self.net.sched.at(
-                *t,
-                Event::FlowControl {
-                    flow: fi as u32,
-                    idx: k as u32,
-                },
-            );
-        }
-        flow.handoffs = Some(Box::new(h));
-        Ok(Flow::Tcp(flow))
-    }
-
-    /// A udp source over its one link's data direction, to a sink at the link's far end; it
-    /// sends from `start_s` (its `FlowStart`) until `stop_s` or the end of the run.
-    fn udp_flow(&mut self, fi: usize, f: &railpath_scenario::Flow) -> Result<Flow, SimError> {
-        let cfg = f.udp_config().ok_or_else(|| {
-            SimError::Internal(format!("flow {:?}: a udp flow without udp.mean_mbps", f.id))
-        })?;
-        let p = f
-            .paths
-            .first()
-            .ok_or_else(|| SimError::Internal(format!("flow {:?}: no link", f.id)))?;
-        let t = self.link_of(f, p)?;
-        let (hop, dirs) = match t {
-            PathTarget::Link(li) => (Hop::Dir(self.links[li].fwd), vec![self.links[li].fwd]),
-            PathTarget::Bond(b) => (
-                Hop::Bond(2 * b as u32),
-                self.net.bonds[b].members.iter().map(|m| m.fwd).collect(),
-            ),
-        };
-        let sink = Hop::Sink(Endpoint {
-            flow: fi as u32,
-            sub: 0,
-            side: Side::Receiver,
-        });
-        let route = self.net.add_route(vec![hop, sink]);
-        let stop = f.stop_s.map_or(self.end, Time::from_secs_f64).min(self.end);
-        Ok(Flow::Udp(Box::new(UdpFlow::new(
-            fi as u32,
-            f,
-            cfg,
-            route,
-            dirs,
-            stop,
-            self.s.run.seed,
-            self.nbins,
-        ))))
-    }
-
-    /// An MPTCP connection: a subflow per path, PHA / PHA-D if switched on.
-    fn mptcp_flow(&mut self, fi: usize, f: &railpath_scenario::Flow) -> Result<Flow, SimError> {
-        let tcp = self.s.tcp_config(fi);
-        let mut paths = Vec::with_capacity(f.paths.len());
-        for (j, p) in f.paths.iter().enumerate() {
-            let t = self.link_of(f, p)?;
-            let (data_route, ack_route) = self.routes(fi, j as u16, t);
-            // Subflows over a repeated link are told apart as "a#1", "a#2", ...
-            let repeats = f.paths.iter().filter(|q| *q == p).count();
-            let name = if repeats > 1 {
-                let k = f.paths[..j].iter().filter(|q| *q == p).count();
-                format!("{p}#{}", k + 1)
-            } else {
-                p.clone()
-            };
-            paths.push((name, data_route, ack_route));
-        }
-        let plan = crate::mechanisms::pha::plan(self.s, f, self.end).map_err(SimError::Internal)?;
-        let flow = MptcpFlow::new(MptcpSetup {
-            idx: fi as u32,
-            flow: f,
-            tcp: &tcp,
-            paths,
-            seed: self.s.run.seed,
-            nbins: self.nbins,
-            plan,
-        })
-        .map_err(SimError::Internal)?;
-        let controls = flow.prio_script.iter().map(|pc| pc.t);
-        for (k, t) in controls.chain(flow.wakes.iter().copied()).enumerate() {
-            self.net.sched.at(
-                t,
-                Event::FlowControl {
-                    flow: fi as u32,
-                    idx: k as u32,
-                },
-            );
-        }
-        Ok(Flow::Mptcp(Box::new(flow)))
-    }
+    pub net: Net,
+    pub flows: Vec<Flow>,
+    pub links: Vec<LinkRuntime>,
+    pub end: Time,
+    pub bin: Time,
+    pub nbins: usize,
+    pub bins_done: usize,
+    pub handovers: Vec<Handover>,
+    pub balancers: Vec<BalancerRt>,
 }
 
 impl World {
-    fn build(s: &Scenario) -> Result<World, SimError> {
-        let end = Time::from_secs_f64(s.run.duration_s);
-        let bin = Time::from_ms_f64(s.run.bin_ms);
-        if bin == Time::ZERO {
-            return Err(SimError::Internal(
-                "run.bin_ms must be at least 1 ns".into(),
-            ));
-        }
-        let nbins = end.ns().div_ceil(bin.ns()) as usize;
-        // The radio model: one timeline per carrier, for the links that follow a carrier.
-        let timelines = match (&s.train, s.carriers.is_empty()) {
-            (Some(train), false) => {
-                railpath_radio::carrier_timelines(train, &s.carriers, s.run.seed, end)
-                    .map_err(|e| SimError::Input(railpath_scenario::radio_error(&s.source, e)))?
-            }
-            _ => Vec::new(),
-        };
-        let mut handovers: Vec<Handover> = timelines
-            .iter()
-            .flat_map(|t| t.handovers.iter())
-            .cloned()
-            .collect();
-        handovers.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
-        let mut b = Builder {
-            s,
-            end,
-            nbins,
-            net: Net::new(),
-            links: Vec::with_capacity(s.links.len()),
-            flows: Vec::with_capacity(s.flows.len()),
-            timelines,
-            balancers: Vec::with_capacity(s.balancers.len()),
-        };
-        // Links a vertical handoff attaches and releases.
-        let mut attach = crate::handoff::link_steps(s, end);
-        for (i, l) in s.links.iter().enumerate() {
-            b.link(i, l, std::mem::take(&mut attach[i]))?;
-        }
-        for (i, bond) in s.bonds.iter().enumerate() {
-            b.bond(i, bond)?;
-        }
-        for (i, bal) in s.balancers.iter().enumerate() {
-            b.balancer(i, bal)?;
-        }
-        for (fi, f) in s.flows.iter().enumerate() {
-            let balancer = f.paths.first().and_then(|p| s.balancer_index(p));
-            let flow = match f.kind {
-                FlowKind::Tcp if balancer.is_some() => {
-                    b.balanced_flow(fi, f, balancer.expect("checked"))?
-                }
-                FlowKind::Tcp if !f.handoffs.is_empty() => b.handoff_flow(fi, f)?,
-                FlowKind::Tcp => b.tcp_flow(fi, f)?,
-                FlowKind::Mptcp if f.access.is_some() => b.relay_flow(fi, f)?,
-                FlowKind::Mptcp => b.mptcp_flow(fi, f)?,
-                FlowKind::Udp => b.udp_flow(fi, f)?,
-            };
-            b.flows.push(flow);
-            b.net.sched.at(
-                Time::from_secs_f64(f.start_s),
-                Event::FlowStart { flow: fi as u32 },
-            );
-        }
-        let mut net = b.net;
-        if nbins > 0 {
-            net.sched.at(bin.min(end), Event::Sample);
-        }
-        Ok(World {
-            net,
-            flows: b.flows,
-            links: b.links,
-            end,
-            bin,
-            nbins,
-            bins_done: 0,
-            handovers,
-            balancers: b.balancers,
-        })
-    }
-
-    fn run(&mut self, progress: &mut dyn FnMut(f64)) {
+    pub fn run(&mut self, progress: &mut dyn FnMut(f64)) {
         let end = self.end;
         let mut next_progress = Time::from_secs(1);
         while let Some(ev) = self.net.sched.pop(end) {
@@ -849,7 +174,7 @@ impl World {
                         t,
                         Event::FlowControl {
                             flow: fi as u32,
-                            idx: crate::flow::RECONNECTED,
+                            idx: crate::flows::cars::RECONNECTED,
                         },
                     );
                 }
@@ -870,7 +195,7 @@ impl World {
             }
             l.next_step += 1;
             let (fwd, rev) = (l.fwd, l.rev);
-            apply_step(&mut self.net, fwd, rev, action);
+            self.net.apply_step(fwd, rev, action);
         }
     }
 
@@ -892,7 +217,7 @@ impl World {
         }
     }
 
-    fn finish(mut self, s: &Scenario) -> RunResults {
+    pub fn finish(mut self, r: &Resolved) -> RunResults {
         // A final partial bin (when the duration is not a multiple of the bin width) was
         // scheduled at the end time; nothing to add here.
         while self.bins_done < self.nbins {
@@ -904,11 +229,11 @@ impl World {
         for (fi, f) in self.flows.iter().enumerate() {
             let (mut summary, mut fs) = f.summarize(end, &self.net);
             // Handovers of the carriers this flow's links follow.
-            let carriers: Vec<&str> = s.flows[fi]
-                .paths
-                .iter()
-                .flat_map(|p| s.path_links(p))
-                .filter_map(|li| s.links[li].carrier.as_deref())
+            let spec = &r.flows[fi];
+            let carriers: Vec<&str> = r
+                .flow_links(spec)
+                .into_iter()
+                .filter_map(|li| r.carrier_of(li).map(|c| c.id.as_str()))
                 .collect();
             let starts: Vec<f64> = self
                 .handovers
@@ -923,12 +248,17 @@ impl World {
                 summary.handover_goodput_bps =
                     handover_goodput(&g.values, self.bin.secs_f64(), &starts);
             }
-            if summary.car.is_none() && s.flows[fi].access.is_some() {
-                // A car's plain tcp flow over a link (no balancer, no proxy).
-                summary.car = Some(crate::results::CarStats {
-                    access: s.flows[fi].access.clone(),
-                    ..Default::default()
-                });
+            if let Transport::Tcp(t) = &spec.transport {
+                if let TcpRoute::Path {
+                    access: Some(a), ..
+                } = t.route
+                {
+                    // A car's plain tcp flow over a link (no balancer, no proxy).
+                    summary.car = Some(crate::results::CarStats {
+                        access: Some(r.links[a].id().to_string()),
+                        ..Default::default()
+                    });
+                }
             }
             flows.push(summary);
             series.append(&mut fs);
@@ -974,13 +304,13 @@ impl World {
             .net
             .bonds
             .iter()
-            .zip(&s.bonds)
+            .zip(&r.bonds)
             .map(|(b, cfg)| {
-                let name = |k: usize| s.links[b.members[k].link as usize].id.clone();
+                let name = |k: usize| r.links[b.members[k].link as usize].id().to_string();
                 BondSummary {
                     id: b.id.clone(),
                     split: cfg.split.as_str().to_string(),
-                    weights: cfg.weights(),
+                    weights: cfg.weights.clone(),
                     ack_filter: cfg.ack_filter,
                     filtered_acks: b.stats.filtered_acks,
                     no_member_drops: b.stats.no_member_drops,
@@ -1014,9 +344,9 @@ impl World {
         RunResults {
             summary: Summary {
                 format: crate::results::SUMMARY_FORMAT.to_string(),
-                railpath_version: crate::VERSION.to_string(),
-                scenario: s.source.clone(),
-                seed: s.run.seed,
+                railpath_version: crate::results::VERSION.to_string(),
+                scenario: r.source.clone(),
+                seed: r.run.seed,
                 sim_duration_s: end.secs_f64(),
                 wall_s: 0.0,
                 events: self.net.sched.processed(),
@@ -1027,28 +357,6 @@ impl World {
             },
             bin_s: self.bin.secs_f64(),
             series,
-        }
-    }
-}
-
-/// Apply one link step to the link's two directions.
-fn apply_step(net: &mut Net, fwd: u32, rev: u32, action: StepAction) {
-    match action {
-        StepAction::Rate(r) => net.dirs[fwd as usize].rate_bps = r,
-        StepAction::Delay(d) => net.dirs[fwd as usize].base_delay = d,
-        StepAction::Loss(p) => net.dirs[fwd as usize].loss = p,
-        StepAction::ExtraDelay(d) => {
-            net.dirs[fwd as usize].extra_delay = d;
-            net.dirs[rev as usize].extra_delay = d;
-        }
-        StepAction::ExtraLoss(p) => net.dirs[fwd as usize].extra_loss = p,
-        StepAction::OutageStart(until) => {
-            net.outage_start(fwd, until);
-            net.outage_start(rev, until);
-        }
-        StepAction::OutageEnd => {
-            net.outage_end(fwd);
-            net.outage_end(rev);
         }
     }
 }
@@ -1084,10 +392,6 @@ fn handover_goodput(goodput: &[f64], bin_s: f64, starts: &[f64]) -> Option<f64> 
         }
     }
     Some(total / starts.len() as f64)
-}
-
-fn mbps(r: f64) -> u64 {
-    (r * 1e6).round() as u64
 }
 
 #[cfg(test)]

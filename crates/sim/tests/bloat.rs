@@ -37,7 +37,7 @@ fn mp(r: &RunResults) -> &FlowSummary {
 }
 
 fn run(over: &[&str], cross: bool) -> RunResults {
-    railpath_sim::run(&load(over, cross)).expect("run")
+    railpath_sim::run(&(load(over, cross)).validate().unwrap()).expect("run")
 }
 
 #[test]

@@ -117,6 +117,12 @@ fn the_proxy_falls_back_to_tcp_against_a_server_without_mptcp() {
     // One path only: the second carrier carries nothing.
     assert_eq!(link(&r, "isp-b").forwarded_packets, 0);
     assert!(link(&r, "isp-a").forwarded_packets > 1000);
+    // The server's TCP ends at the router: the in-car link carries the passenger's segments
+    // only (the proxy's, one per 1448 bytes delivered, and their retransmissions), not the
+    // server's too.
+    let passenger = f.delivered_bytes.div_ceil(1448) + p.access_retransmitted_packets;
+    let lan = link(&r, "lan1").forwarded_packets;
+    assert!(lan <= passenger + 100, "{lan} packets for {passenger}");
 }
 
 fn balanced(policy: &str, failover: &str, cars: usize) -> String {

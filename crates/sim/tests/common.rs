@@ -11,7 +11,7 @@ pub fn scenario(text: &str) -> Scenario {
 }
 
 pub fn run(text: &str) -> RunResults {
-    railpath_sim::run(&scenario(text)).expect("run")
+    railpath_sim::run(&(scenario(text)).validate().unwrap()).expect("run")
 }
 
 pub fn flow<'a>(r: &'a RunResults, id: &str) -> &'a FlowSummary {

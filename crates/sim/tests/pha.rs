@@ -68,8 +68,11 @@ fn hand_table() -> HandoverTable {
 fn pha_blocks_a_carrier_exactly_while_the_train_is_in_its_zone() {
     let mut s = scenario(&geometry("\"pha\"", "gps_error_m = 0"));
     s.flows[0].handover_table_data = Some(hand_table());
-    let p = plan(&s, &s.flows[0], Time::from_secs(30)).unwrap().unwrap();
-    assert_eq!(p.mechanism, "pha");
+    let r = s.validate().unwrap();
+    let p = plan(&r, "m", r.flows[0].mptcp().unwrap(), Time::from_secs(30))
+        .unwrap()
+        .unwrap();
+    assert_eq!(p.kind, railpath_sim::mechanisms::pha::PlanKind::Pha);
     // 100 m/s, no GPS error: in A's zone [1000, 1100] m from 10.00 s to 11.00 s (the sample
     // at 11.00 s is at 1100 m, still in; out at 11.01 s); B's [2000, 2040] m: 20.00-20.41 s.
     let ms = Time::from_ms;
@@ -91,7 +94,10 @@ fn pha_d_sends_mp_prio_a_lead_ahead_and_a_margin_before_the_end() {
         "phad_lead_ms = 200\nphad_back_ms = 100\ngps_error_m = 0",
     ));
     s.flows[0].handover_table_data = Some(hand_table());
-    let p = plan(&s, &s.flows[0], Time::from_secs(30)).unwrap().unwrap();
+    let r = s.validate().unwrap();
+    let p = plan(&r, "m", r.flows[0].mptcp().unwrap(), Time::from_secs(30))
+        .unwrap()
+        .unwrap();
     // Backup once the zone is entered within 200 ms (20 m at 100 m/s: from 980 m, 9.80 s)
     // until it is left within 100 ms (from 1100 - 10 = 1090 m, 10.90 s); B: 1980 m to 2030 m,
     // 19.80 s to 20.30 s. MP_PRIO(B=1) and (B=0) at exactly those times, from the receiver.
@@ -107,9 +113,9 @@ fn pha_d_sends_mp_prio_a_lead_ahead_and_a_margin_before_the_end() {
     );
     // The lead is at least the RTT the option needs: default = one full-queue RTT of the
     // slowest path, 2 x 20 ms + 200 packets x 1500 B at 25 Mbit/s = 136 ms.
-    let s2 = scenario(&geometry("\"pha-d\"", ""));
+    let s2 = scenario(&geometry("\"pha-d\"", "")).validate().unwrap();
     assert_eq!(
-        railpath_sim::mechanisms::pha::default_rtt(&s2, &s2.flows[0]),
+        railpath_sim::mechanisms::pha::default_rtt(&s2, s2.flows[0].mptcp().unwrap()),
         ms(136)
     );
 }

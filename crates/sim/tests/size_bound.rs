@@ -146,7 +146,7 @@ fn every_valid_scenario_within_budget_ends_within_its_estimate() {
             0.0
         };
         let start = Instant::now();
-        let res = railpath_sim::run(&s);
+        let res = railpath_sim::run(&s.validate().unwrap());
         let wall = start.elapsed().as_secs_f64();
         let peak = peak_rss() - base;
         match res {

@@ -29,11 +29,15 @@ fn same_seed_gives_identical_results() {
     assert_eq!(a, b);
     assert_eq!(a.timeseries_csv(), b.timeseries_csv());
     // A different seed changes the loss pattern (so the test above could fail).
-    let c = railpath_sim::run(&{
-        let mut s = scenario(&text);
-        s.run.seed = 2;
-        s
-    })
+    let c = railpath_sim::run(
+        &({
+            let mut s = scenario(&text);
+            s.run.seed = 2;
+            s
+        })
+        .validate()
+        .unwrap(),
+    )
     .unwrap();
     assert_ne!(a.summary.flows[0].retransmitted_packets, 0);
     assert_ne!(

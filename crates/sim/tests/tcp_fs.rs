@@ -56,7 +56,7 @@ fn assert_frozen(r: &RunResults, what: &str) {
 #[test]
 fn the_freeze_stops_the_sender_for_exactly_the_handoff() {
     for (name, text) in [("upward", UPWARD), ("downward", DOWNWARD)] {
-        let r = railpath_sim::run(&load(text, &[FS])).unwrap();
+        let r = railpath_sim::run(&(load(text, &[FS])).validate().unwrap()).unwrap();
         let f = &r.summary.flows[0];
         let h = f.handoffs.as_ref().unwrap();
         let e = &h.events[0];
@@ -88,7 +88,12 @@ fn the_freeze_stops_the_sender_for_exactly_the_handoff() {
 
 #[test]
 fn the_mobility_detector_delay_shifts_the_freeze() {
-    let r = railpath_sim::run(&load(UPWARD, &[FS, "flow.mn.tcp_fs={detect_ms=150.0}"])).unwrap();
+    let r = railpath_sim::run(
+        &(load(UPWARD, &[FS, "flow.mn.tcp_fs={detect_ms=150.0}"]))
+            .validate()
+            .unwrap(),
+    )
+    .unwrap();
     let e = &r.summary.flows[0].handoffs.as_ref().unwrap().events[0];
     assert_eq!((e.frozen_s, e.reopened_s), (Some(40.15), Some(41.15)));
     let rto = e.receiver_rto_ms.unwrap();
@@ -111,7 +116,7 @@ fn after_the_window_reopens_the_sender_times_out_and_slow_starts() {
         let h = format!(
             "flow.mn.handoffs=[{{t_s={t}, to=\"wcdma\", mode=\"soft\", duration_ms=1000.0, overlap_ms=2000.0}}]"
         );
-        let r = railpath_sim::run(&load(UPWARD, &[FS, &h])).unwrap();
+        let r = railpath_sim::run(&(load(UPWARD, &[FS, &h])).validate().unwrap()).unwrap();
         let e = &r.summary.flows[0].handoffs.as_ref().unwrap().events[0];
         let (cwnd, ss) = (series(&r, "cwnd_bytes"), series(&r, "ssthresh_bytes"));
         let mss = 1460.0;
@@ -136,7 +141,12 @@ fn tcp_fs_with_newreno_and_cubic_with_and_without_sack() {
         for sack in ["false", "true"] {
             let cc_set = format!("flow.mn.cc=\"{cc}\"");
             let sack_set = format!("tcp.sack={sack}");
-            let r = railpath_sim::run(&load(UPWARD, &[FS, &cc_set, &sack_set])).unwrap();
+            let r = railpath_sim::run(
+                &(load(UPWARD, &[FS, &cc_set, &sack_set]))
+                    .validate()
+                    .unwrap(),
+            )
+            .unwrap();
             let f = &r.summary.flows[0];
             let h = f.handoffs.as_ref().unwrap();
             assert!(h.zero_window_acks > 0, "{cc} sack={sack}");
@@ -154,8 +164,8 @@ fn tcp_fs_with_newreno_and_cubic_with_and_without_sack() {
 #[test]
 fn without_and_with_tcp_fs_the_runs_agree_until_the_handoff() {
     for text in [UPWARD, DOWNWARD] {
-        let a = railpath_sim::run(&load(text, &[])).unwrap();
-        let b = railpath_sim::run(&load(text, &[FS])).unwrap();
+        let a = railpath_sim::run(&(load(text, &[])).validate().unwrap()).unwrap();
+        let b = railpath_sim::run(&(load(text, &[FS])).validate().unwrap()).unwrap();
         let until = bins(&a, 0.0, 40.0);
         for m in ["goodput_bps", "cwnd_bytes", "sent_bytes", "seq_bytes"] {
             assert_eq!(
@@ -174,8 +184,8 @@ fn without_and_with_tcp_fs_the_runs_agree_until_the_handoff() {
 fn handoff_runs_are_deterministic() {
     let s = load(DOWNWARD, &[FS, "tcp.sack=true"]);
     let (a, b) = (
-        railpath_sim::run(&s).unwrap(),
-        railpath_sim::run(&s).unwrap(),
+        railpath_sim::run(&s.validate().unwrap()).unwrap(),
+        railpath_sim::run(&s.validate().unwrap()).unwrap(),
     );
     assert_eq!(a.timeseries_csv(), b.timeseries_csv());
     let strip = |r: &RunResults| {
@@ -195,7 +205,7 @@ fn a_hard_handoff_loses_what_the_old_link_held() {
         "handoffs = [{ t_s = 40.0, to = \"wcdma\", mode = \"hard\", gap_ms = 300.0 }]",
     );
     assert_ne!(text, UPWARD);
-    let r = railpath_sim::run(&load(&text, &[])).unwrap();
+    let r = railpath_sim::run(&(load(&text, &[])).validate().unwrap()).unwrap();
     let good = series(&r, "goodput_bps");
     // The WLAN's in-flight data is lost at the break, so nothing is delivered in the gap.
     let gap: f64 = good[bins(&r, 40.0, 40.3)].iter().sum();

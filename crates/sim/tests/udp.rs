@@ -269,11 +269,15 @@ fn same_seed_same_results_other_seed_other_traffic() {
         serde_json::to_string(&a.summary).unwrap(),
         serde_json::to_string(&b.summary).unwrap()
     );
-    let c = railpath_sim::run(&{
-        let mut s = scenario(&text);
-        s.run.seed = 2;
-        s
-    })
+    let c = railpath_sim::run(
+        &({
+            let mut s = scenario(&text);
+            s.run.seed = 2;
+            s
+        })
+        .validate()
+        .unwrap(),
+    )
     .unwrap();
     assert_ne!(udp(&a, "x").sent_packets, udp(&c, "x").sent_packets);
     // Each source draws from its own stream: another flow's changes leave it alone.

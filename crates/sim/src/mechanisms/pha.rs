@@ -25,7 +25,9 @@ use railpath_core::{Rng, Time};
 use railpath_radio::phad::{self, Fix};
 use railpath_radio::table::{HandoverTable, Predictor};
 use railpath_radio::track::Motion;
-use railpath_scenario::{Flow, Scenario};
+use railpath_scenario::{
+    BufferLimit, HandoverAware, MptcpMechanism, MptcpSpec, PathTarget, Radio, Resolved, TableSource,
+};
 
 /// Default GPS error of the position fix, metres (`railpath table learn`'s default too).
 pub const DEFAULT_GPS_ERROR_M: f64 = 20.0;
@@ -121,11 +123,17 @@ impl Scheduler for Pha {
     }
 }
 
+/// Which of the two a plan is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanKind {
+    Pha,
+    PhaD,
+}
+
 /// What a flow's PHA or PHA-D does over the run, computed before it starts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
-    /// "pha" or "pha-d".
-    pub mechanism: &'static str,
+    pub kind: PlanKind,
     /// PHA: when each subflow is removed from scheduling.
     pub blocks: Blocks,
     /// PHA-D: MP_PRIO changes the receiver sends, (time, subflow, backup).
@@ -135,70 +143,108 @@ pub struct Plan {
     pub table: HandoverTable,
 }
 
-/// The table a flow uses: the one loaded with the scenario, or one learned from
-/// `handover_table_learn_runs` preliminary runs (seeds `run.seed + 1 ..= run.seed + N`: the
-/// radio model alone decides where handovers happen, so no packets need to be simulated).
-pub fn table_for(s: &Scenario, f: &Flow, end: Time) -> Result<HandoverTable, String> {
-    if let Some(t) = &f.handover_table_data {
-        return Ok(t.clone());
+/// The table a flow uses: the one given with the scenario, or one learned from `runs`
+/// preliminary runs (seeds `seed + 1 ..= seed + runs`: the radio model alone decides where
+/// handovers happen, so no packets need to be simulated).
+pub fn table_for(
+    radio: &Radio,
+    seed: u64,
+    flow_id: &str,
+    aware: &HandoverAware,
+    end: Time,
+) -> Result<HandoverTable, String> {
+    match &aware.table {
+        TableSource::Given(t) => Ok(t.clone()),
+        TableSource::Learn { runs } => learn_table(
+            radio,
+            seed,
+            *runs,
+            aware.gps_error_m.unwrap_or(DEFAULT_GPS_ERROR_M),
+            end,
+        )
+        .map_err(|e| format!("flow {flow_id:?}: {e}")),
     }
-    let n = f.handover_table_learn_runs.unwrap_or(0);
-    let train = s
-        .train
-        .as_ref()
-        .ok_or_else(|| format!("flow {:?}: pha needs the train radio model", f.id))?;
-    let mut runs = Vec::with_capacity(n as usize);
-    for k in 1..=u64::from(n) {
-        let seed = s.run.seed.wrapping_add(k);
-        let tl = railpath_radio::carrier_timelines(train, &s.carriers, seed, end)
+}
+
+/// A handover table learned from `runs` runs of the radio model alone (seeds `seed + 1 ..=
+/// seed + runs`), zones widened by `gps_error_m`.
+pub fn learn_table(
+    radio: &Radio,
+    seed: u64,
+    runs: u32,
+    gps_error_m: f64,
+    end: Time,
+) -> Result<HandoverTable, String> {
+    let mut logs = Vec::with_capacity(runs as usize);
+    for k in 1..=u64::from(runs) {
+        let seed = seed.wrapping_add(k);
+        let tl = railpath_radio::carrier_timelines(&radio.train, &radio.carriers, seed, end)
             .map_err(|e| format!("radio model: {}: {}", e.key, e.message))?;
         let hs = tl.into_iter().flat_map(|t| t.handovers).collect();
-        runs.push((format!("seed {seed}"), hs));
+        logs.push((format!("seed {seed}"), hs));
     }
-    HandoverTable::learn(&runs, f.gps_error_m.unwrap_or(DEFAULT_GPS_ERROR_M)).map_err(|e| {
-        format!(
-            "flow {:?}: learning the handover table: {}",
-            f.id, e.message
-        )
-    })
+    HandoverTable::learn(&logs, gps_error_m)
+        .map_err(|e| format!("learning the handover table: {}", e.message))
+}
+
+/// The handover table of flow `fi` of `r`, an mptcp flow running PHA or PHA-D: the one given,
+/// or one learned as [`table_for`] does.
+pub fn table_of(r: &Resolved, fi: usize, end: Time) -> Result<HandoverTable, String> {
+    let f = &r.flows[fi];
+    let aware = f
+        .mptcp()
+        .and_then(|m| m.handover_aware())
+        .and_then(|m| m.aware())
+        .ok_or_else(|| format!("flow {:?} runs neither pha nor pha-d", f.id))?;
+    let radio = r
+        .radio
+        .as_ref()
+        .ok_or_else(|| format!("flow {:?}: pha and pha-d need the train radio model", f.id))?;
+    table_for(radio, r.run.seed, &f.id, aware, end)
 }
 
 /// The run's GPS error: the offset of every position fix from the true position, drawn once
 /// per run uniformly within +-`gps_error_m` (the testbed's replayed feed uses the same one).
-pub fn gps_offset(s: &Scenario, f: &Flow) -> f64 {
-    let gps = f.gps_error_m.unwrap_or(DEFAULT_GPS_ERROR_M);
-    let mut rng = Rng::stream(s.run.seed, &format!("pha/gps/{}", f.id));
+pub fn gps_offset(seed: u64, flow_id: &str, aware: &HandoverAware) -> f64 {
+    let gps = aware.gps_error_m.unwrap_or(DEFAULT_GPS_ERROR_M);
+    let mut rng = Rng::stream(seed, &format!("pha/gps/{flow_id}"));
     (2.0 * rng.uniform() - 1.0) * gps
 }
 
 /// The PHA-D lead (how long before a predicted zone the carrier goes backup) and margin (how
-/// long before its predicted end it comes back) of flow `f`: `phad_lead_ms` and `phad_back_ms`,
-/// by default [`default_rtt`] and the lead.
-pub fn phad_lead_back(s: &Scenario, f: &Flow) -> (Time, Time) {
-    let lead = f.phad_lead_ms.map_or(default_rtt(s, f), Time::from_ms_f64);
-    (lead, f.phad_back_ms.map_or(lead, Time::from_ms_f64))
+/// long before its predicted end it comes back) of flow `m`: `phad_lead_ms` and `phad_back_ms`,
+/// by default [`default_rtt`] and the lead (also for a flow without PHA-D).
+pub fn phad_lead_back(r: &Resolved, m: &MptcpSpec) -> (Time, Time) {
+    let (lead_ms, back_ms) = m
+        .mechanisms
+        .iter()
+        .find_map(|x| match x {
+            MptcpMechanism::PhaD {
+                lead_ms, back_ms, ..
+            } => Some((*lead_ms, *back_ms)),
+            _ => None,
+        })
+        .unwrap_or((None, None));
+    let lead = lead_ms.map_or(default_rtt(r, m), Time::from_ms_f64);
+    (lead, back_ms.map_or(lead, Time::from_ms_f64))
 }
 
 /// The default PHA-D lead and margin: one round trip of the flow's slowest path with its
 /// bottleneck queue full (2 x `delay_ms` + `buffer` at the carrier's peak rate).
-pub fn default_rtt(s: &Scenario, f: &Flow) -> Time {
+pub fn default_rtt(r: &Resolved, m: &MptcpSpec) -> Time {
     let mut worst = 0.0f64;
-    for p in &f.paths {
-        let Some(l) = s.links.iter().find(|l| &l.id == p) else {
+    for sub in &m.subflows {
+        let PathTarget::Link(li) = sub.path else {
             continue;
         };
+        let l = &r.links[li].link;
         let rate = l
             .rate_mbps
-            .or_else(|| {
-                let c = l.carrier.as_ref()?;
-                s.carriers.iter().find(|x| &x.id == c)?.rate_mbps
-            })
+            .or_else(|| r.carrier_of(li)?.rate_mbps)
             .unwrap_or(0.0);
         let queue_ms = match (l.buffer(), rate > 0.0) {
-            (railpath_scenario::BufferLimit::Packets(n), true) => {
-                n as f64 * 1500.0 * 8.0 / (rate * 1e3)
-            }
-            (railpath_scenario::BufferLimit::Bytes(b), true) => b as f64 * 8.0 / (rate * 1e3),
+            (BufferLimit::Packets(n), true) => n as f64 * 1500.0 * 8.0 / (rate * 1e3),
+            (BufferLimit::Bytes(b), true) => b as f64 * 8.0 / (rate * 1e3),
             _ => 0.0,
         };
         worst = worst.max(2.0 * l.delay_ms + queue_ms);
@@ -228,31 +274,30 @@ fn intervals(times: &[Time], on: &[bool], end: Time) -> Vec<(Time, Time)> {
     out
 }
 
-/// The plan of flow `f` (an mptcp flow with `mechanisms` "pha" or "pha-d"), or `None`.
-pub fn plan(s: &Scenario, f: &Flow, end: Time) -> Result<Option<Plan>, String> {
-    let mechanism = match () {
-        _ if f.mechanisms.iter().any(|m| m == "pha") => "pha",
-        _ if f.mechanisms.iter().any(|m| m == "pha-d") => "pha-d",
-        _ => return Ok(None),
+/// The plan of mptcp flow `id` (`m`) if it runs PHA or PHA-D.
+pub fn plan(r: &Resolved, id: &str, m: &MptcpSpec, end: Time) -> Result<Option<Plan>, String> {
+    let (kind, aware) = match m.handover_aware() {
+        Some(MptcpMechanism::Pha(a)) => (PlanKind::Pha, a),
+        Some(MptcpMechanism::PhaD { aware, .. }) => (PlanKind::PhaD, aware),
+        Some(MptcpMechanism::BloatMonitor(_)) | None => return Ok(None),
     };
-    let train = s
-        .train
+    let radio = r
+        .radio
         .as_ref()
-        .ok_or_else(|| format!("flow {:?}: {mechanism} needs the train radio model", f.id))?;
-    let table = table_for(s, f, end)?;
+        .ok_or_else(|| format!("flow {id:?}: pha and pha-d need the train radio model"))?;
+    let train = &radio.train;
+    let table = table_for(radio, r.run.seed, id, aware, end)?;
     let predictor = Predictor::new(&table);
     let motion = Motion::new(train);
-    let offset = gps_offset(s, f);
+    let offset = gps_offset(r.run.seed, id, aware);
     // The carrier of each subflow, and the flow's carriers in order.
-    let sub_carrier: Vec<String> = f
-        .paths
+    let sub_carrier: Vec<String> = m
+        .subflows
         .iter()
-        .map(|p| {
-            s.links
-                .iter()
-                .find(|l| &l.id == p)
-                .and_then(|l| l.carrier.clone())
-                .ok_or_else(|| format!("flow {:?}: link {p:?} has no carrier", f.id))
+        .map(|sf| {
+            sf.carrier
+                .map(|c| radio.carriers[c].id.clone())
+                .ok_or_else(|| format!("flow {id:?}: path {:?} has no carrier", sf.path_id))
         })
         .collect::<Result<_, _>>()?;
     let mut carriers: Vec<String> = Vec::new();
@@ -268,10 +313,10 @@ pub fn plan(s: &Scenario, f: &Flow, end: Time) -> Result<Option<Plan>, String> {
     };
     // Per carrier and sample: PHA's "in a predicted zone", PHA-D's "backup".
     let mut state: Vec<Vec<bool>> = vec![Vec::with_capacity(times.len()); carriers.len()];
-    let (lead, back) = phad_lead_back(s, f);
+    let (lead, back) = phad_lead_back(r, m);
     for &t in &times {
         let x = fix(t);
-        if mechanism == "pha" {
+        if kind == PlanKind::Pha {
             for (ci, c) in carriers.iter().enumerate() {
                 let inside = predictor
                     .predict_carrier(c, x.position_m, x.speed_mps, Time::ZERO)
@@ -300,7 +345,7 @@ pub fn plan(s: &Scenario, f: &Flow, end: Time) -> Result<Option<Plan>, String> {
         .map(|c| per_carrier[carriers.iter().position(|x| x == c).expect("listed")].clone())
         .collect();
     let mut prio = Vec::new();
-    if mechanism == "pha-d" {
+    if kind == PlanKind::PhaD {
         for (sub, iv) in per_sub.iter().enumerate() {
             for &(a, b) in iv {
                 prio.push((a, sub, true));
@@ -311,13 +356,13 @@ pub fn plan(s: &Scenario, f: &Flow, end: Time) -> Result<Option<Plan>, String> {
         }
         prio.sort_by_key(|&(t, sub, _)| (t, sub));
     }
-    let (blocks, backup) = if mechanism == "pha" {
+    let (blocks, backup) = if kind == PlanKind::Pha {
         (Blocks::new(per_sub), Blocks::default())
     } else {
         (Blocks::default(), Blocks::new(per_sub))
     };
     Ok(Some(Plan {
-        mechanism,
+        kind,
         blocks,
         prio,
         backup,
@@ -328,7 +373,8 @@ pub fn plan(s: &Scenario, f: &Flow, end: Time) -> Result<Option<Plan>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mptcp::sched::by_name;
+    use crate::mptcp::sched::build;
+    use railpath_scenario::SchedulerKind;
 
     fn ms(x: u64) -> Time {
         Time::from_ms(x)
@@ -383,14 +429,14 @@ mod tests {
         };
         // minRTT prefers subflow 0 (10 ms); while 0 is blocked (100-200 ms) it takes 1.
         let blocks = Blocks::new(vec![vec![(ms(100), ms(200))], vec![]]);
-        let mut p = Pha::new(by_name("minrtt", Rng::stream(0, "t")).unwrap(), blocks);
+        let mut p = Pha::new(build(SchedulerKind::MinRtt, Rng::stream(0, "t")), blocks);
         let subs = [sub(0, 10), sub(1, 30)];
         assert_eq!(p.pick(&subs, &conn(ms(50))), Decision::Send(0));
         assert_eq!(p.pick(&subs, &conn(ms(150))), Decision::Send(1));
         assert_eq!(p.pick(&subs, &conn(ms(200))), Decision::Send(0));
         // Both blocked: wait (never a blocked subflow).
         let both = Blocks::new(vec![vec![(ms(0), ms(10))], vec![(ms(0), ms(10))]]);
-        let mut p = Pha::new(by_name("ecf", Rng::stream(0, "t")).unwrap(), both);
+        let mut p = Pha::new(build(SchedulerKind::Ecf, Rng::stream(0, "t")), both);
         assert_eq!(p.pick(&subs, &conn(ms(5))), Decision::Wait);
         assert_eq!(p.name(), "ecf");
     }

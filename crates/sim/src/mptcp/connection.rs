@@ -24,7 +24,7 @@
 
 use super::linux::{self, Drs, RetransView};
 use super::sched::{self, ConnInfo, Decision, Feedback, Scheduler, SubflowInfo};
-use crate::flow::{arm, take_wake, App};
+use crate::flows::common::{arm, take_wake, App, FlowOps};
 use crate::net::packet::{flags, Kind, Packet};
 use crate::net::{Net, Side};
 use crate::results::{AvgMax, BufferStats, FlowSummary, Series, SubflowSummary};
@@ -32,7 +32,7 @@ use crate::tcp::cc::{self, Coupling, SubflowView, Window};
 use crate::tcp::receiver::{AckDecision, ReceiverConfig, TcpReceiver};
 use crate::tcp::sender::{Room, SenderConfig, TcpSender};
 use railpath_core::{Rng, Time};
-use railpath_scenario::{PrioBy, Reinject, TcpConfig};
+use railpath_scenario::{MptcpCc, MptcpSpec, PrioBy, Reinject};
 use std::collections::VecDeque;
 
 /// Bytes of an MP_PRIO option (RFC 8684 3.3.8, with the address ID).
@@ -110,10 +110,11 @@ pub(crate) struct PrioScript {
 /// Static settings of a connection.
 pub(crate) struct MptcpSetup<'a> {
     pub idx: u32,
-    pub flow: &'a railpath_scenario::Flow,
-    pub tcp: &'a TcpConfig,
-    /// (subflow id, data route, ack route) per subflow.
-    pub paths: Vec<(String, u32, u32)>,
+    pub id: &'a str,
+    pub start: Time,
+    pub spec: &'a MptcpSpec,
+    /// (data route, ack route) per subflow.
+    pub routes: Vec<(u32, u32)>,
     pub seed: u64,
     pub nbins: usize,
     /// PHA / PHA-D, computed from the train's position timeline before the run.
@@ -292,36 +293,36 @@ impl DataReceiver {
 }
 
 impl MptcpFlow {
-    pub fn new(setup: MptcpSetup) -> Result<MptcpFlow, String> {
-        let f = setup.flow;
-        let tcp = setup.tcp;
-        let mut subflows = Vec::with_capacity(setup.paths.len());
-        for (j, (link_id, data_route, ack_route)) in setup.paths.iter().enumerate() {
+    pub fn new(setup: MptcpSetup) -> MptcpFlow {
+        let f = setup.spec;
+        let tcp = &f.tcp;
+        let mut subflows = Vec::with_capacity(f.subflows.len());
+        for (j, (sub, &(data_route, ack_route))) in f.subflows.iter().zip(&setup.routes).enumerate()
+        {
             let scfg = SenderConfig::from_tcp(tcp);
             let w = Window::new(scfg.initial_window, scfg.mss);
-            let cc = match f.cc.strip_prefix("uncoupled-") {
-                Some(single) => cc::by_name_with(
+            let cc = match f.cc {
+                MptcpCc::Uncoupled(single) => cc::build(
                     single,
                     &w,
                     cc::CcParams {
                         hystart: tcp.hystart,
                         header_bytes: tcp.header_bytes,
-                        rng: Rng::stream(setup.seed, &format!("cc/{}/{j}", f.id)),
+                        rng: Rng::stream(setup.seed, &format!("cc/{}/{j}", setup.id)),
                     },
                 ),
-                None => super::cc::coupled_by_name(&f.cc),
-            }
-            .ok_or_else(|| format!("flow {:?}: unknown congestion control {:?}", f.id, f.cc))?;
-            let mut sender = TcpSender::new(scfg, cc, *data_route, tcp.receive_window_bytes);
+                MptcpCc::Coupled(c) => super::cc::build_coupled(c),
+            };
+            let mut sender = TcpSender::new(scfg, cc, data_route, tcp.receive_window_bytes);
             sender.use_rwnd = false;
             let receiver = TcpReceiver::new(ReceiverConfig::from_tcp(tcp));
             subflows.push(Subflow {
-                link_id: link_id.clone(),
-                link_name: f.paths[j].clone(),
+                link_id: sub.name.clone(),
+                link_name: sub.path_id.clone(),
                 sender,
                 receiver,
-                ack_route: *ack_route,
-                backup: f.backup_paths.contains(&f.paths[j]),
+                ack_route,
+                backup: sub.backup,
                 failed: false,
                 rto_seen: 0,
                 retrans_seen: 0,
@@ -343,18 +344,17 @@ impl MptcpFlow {
                 srtt: Vec::with_capacity(setup.nbins),
             });
         }
-        let sched_name = f.scheduler.clone().unwrap_or_else(|| "minrtt".to_string());
-        let mut scheduler = sched::by_name(
-            &sched_name,
-            Rng::stream(setup.seed, &format!("sched/{}", f.id)),
-        )
-        .ok_or_else(|| format!("flow {:?}: unknown scheduler {sched_name:?}", f.id))?;
+        let sched_name = f.scheduler.as_str().to_string();
+        let mut scheduler = sched::build(
+            f.scheduler,
+            Rng::stream(setup.seed, &format!("sched/{}", setup.id)),
+        );
         let plan = setup.plan;
         let mut wakes = Vec::new();
         let mut pha_blocks = None;
         let mut phad_backup = None;
         if let Some(p) = &plan {
-            if p.mechanism == "pha" {
+            if p.kind == crate::mechanisms::pha::PlanKind::Pha {
                 // Algorithm 1: the wrapped scheduler never sees a blocked subflow; the
                 // connection looks again when a block ends.
                 scheduler = Box::new(crate::mechanisms::pha::Pha::new(
@@ -386,9 +386,8 @@ impl MptcpFlow {
             });
         }
         for pc in &f.prio_changes {
-            let mut any = false;
-            for (sub, _) in f.paths.iter().enumerate().filter(|(_, p)| **p == pc.path) {
-                any = true;
+            // A change names a path: it applies to every subflow over that path.
+            for &sub in &pc.subflows {
                 prio_script.push(PrioScript {
                     t: Time::from_secs_f64(pc.t_s),
                     sub,
@@ -396,15 +395,9 @@ impl MptcpFlow {
                     by: pc.by,
                 });
             }
-            if !any {
-                return Err(format!(
-                    "flow {:?}: prio change on unknown path {:?}",
-                    f.id, pc.path
-                ));
-            }
         }
         let n = subflows.len();
-        let reinject_rule = f.reinject_rule();
+        let reinject_rule = f.reinject;
         let linux = (reinject_rule == Reinject::Linux).then(|| LinuxSend {
             rtx_at: None,
             armed: None,
@@ -419,28 +412,28 @@ impl MptcpFlow {
             }
         }
         let drs = f
-            .receive_buffer_autotuned()
-            .then(|| Drs::new(tcp.rmem_bytes, mss, Time::from_secs_f64(f.start_s)));
+            .receive_buffer_autotune
+            .then(|| Drs::new(tcp.rmem_bytes, mss, setup.start));
         let rcv_buf_segs = match &drs {
             Some(d) => (d.window / mss as u64).max(2),
             None => rcv_buf_segs,
         };
-        let bloat_on = f.mechanisms.iter().any(|m| m == "bloat-monitor");
-        Ok(MptcpFlow {
+        let bloat = f.bloat_monitor();
+        MptcpFlow {
             idx: setup.idx,
-            id: f.id.clone(),
-            cc_name: f.cc.clone(),
+            id: setup.id.to_string(),
+            cc_name: f.cc.name(),
             sched_name,
-            start: Time::from_secs_f64(f.start_s),
+            start: setup.start,
             app: App::new(f.bytes, mss),
             mss,
             subflows,
             learns: scheduler.wants_feedback(),
             redundant: scheduler.redundant(),
             scheduler,
-            coupled: !f.cc.starts_with("uncoupled-"),
+            coupled: f.cc.coupled(),
             reinject_rule,
-            stale_loss_cnt: f.stale_loss_cnt.unwrap_or(4),
+            stale_loss_cnt: f.stale_loss_cnt(),
             linux,
             drs,
             drs_read: 0,
@@ -469,15 +462,15 @@ impl MptcpFlow {
             wakes,
             pha_blocks,
             phad_backup,
-            mechanisms: f.mechanisms.clone(),
+            mechanisms: f.mechanisms.iter().map(|m| m.name().to_string()).collect(),
             pha_stats: Default::default(),
-            monitor: bloat_on.then(|| crate::mechanisms::bloat::Monitor::new(n)),
-            bloat: bloat_on.then(|| {
+            monitor: bloat.map(|_| crate::mechanisms::bloat::Monitor::new(n)),
+            bloat: bloat.map(|o| {
                 Box::new(crate::mechanisms::bloat::BloatState::new(
                     n,
-                    Time::from_secs_f64(f.start_s),
+                    setup.start,
                     setup.nbins,
-                    f.bloat_monitor.unwrap_or_default().retransmit,
+                    o.retransmit,
                 ))
             }),
             goodput: Vec::with_capacity(setup.nbins),
@@ -489,11 +482,7 @@ impl MptcpFlow {
             held_max: 0,
             views: Vec::with_capacity(n),
             infos: Vec::with_capacity(n),
-        })
-    }
-
-    pub fn start(&mut self, net: &mut Net) {
-        self.push(net);
+        }
     }
 
     /// Segments held at the receiver waiting for earlier data (data and subflow level).
@@ -1135,7 +1124,98 @@ impl MptcpFlow {
         );
     }
 
-    pub fn on_packet(&mut self, sub: u16, side: Side, p: &Packet, net: &mut Net) {
+    /// Count a subflow's new retransmissions and timeouts: feedback to a learning scheduler;
+    /// at a timeout, reinject and mark the subflow failed per the rule. Called after every ACK
+    /// and timer, almost always with nothing new.
+    #[inline]
+    fn note_retransmissions(&mut self, j: usize, now: Time) {
+        let sf = &self.subflows[j];
+        if sf.sender.stats.rto_count != sf.rto_seen
+            || sf.sender.stats.retransmitted_packets != sf.retrans_seen
+        {
+            self.note_new_retransmissions(j, now);
+        }
+    }
+
+    fn note_new_retransmissions(&mut self, j: usize, now: Time) {
+        let sf = &mut self.subflows[j];
+        let rtos = sf.sender.stats.rto_count;
+        let retrans = sf.sender.stats.retransmitted_packets;
+        let new_rtos = rtos - sf.rto_seen;
+        let new_retrans = retrans - sf.retrans_seen;
+        sf.rto_seen = rtos;
+        sf.retrans_seen = retrans;
+        if new_retrans > 0 && self.learns {
+            let conn = self.conn_info(now);
+            self.scheduler
+                .feedback(&Feedback::Retransmit { id: j }, &self.infos, &conn);
+        }
+        if new_rtos == 0 || self.linux.is_some() {
+            // The Linux send path reinjects from the MPTCP-level timer only.
+            return;
+        }
+        let sf = &mut self.subflows[j];
+        sf.rtos_without_progress += new_rtos as u32;
+        let trigger = match self.reinject_rule {
+            Reinject::Rto => true,
+            Reinject::Stale => sf.rtos_without_progress >= self.stale_loss_cnt,
+            Reinject::Linux => false, // returned above
+        };
+        if !trigger || self.subflows.len() < 2 {
+            return;
+        }
+        self.subflows[j].failed = true;
+        // Queue this subflow's unacknowledged data (not yet data-ACKed, not yet reinjected).
+        let data_una = self.data_una;
+        let mut dsns: Vec<u64> = Vec::new();
+        for (dsn, _len, sacked) in self.subflows[j].sender.outstanding() {
+            if !sacked && dsn >= data_una {
+                dsns.push(dsn);
+            }
+        }
+        for dsn in dsns {
+            let k = (dsn - data_una) as usize;
+            if k < self.reinjected.len() && !self.reinjected[k] {
+                self.reinjected[k] = true;
+                self.reinject_q.push_back((dsn, j as u16));
+            }
+        }
+    }
+
+    fn send_ack(&mut self, j: usize, net: &mut Net) {
+        let sf = &self.subflows[j];
+        let mut ack = sf.receiver.build_ack(sf.ack_route);
+        ack.data_ack = self.rx.rcv_nxt;
+        let w = self.advertised_window();
+        ack.rwnd = Packet::window(w);
+        self.adv_edge = self.rx.delivered_bytes + w;
+        ack.size += 8; // DSS option with a data ACK (RFC 8684 3.3)
+        net.send(ack);
+    }
+
+    fn fill_views(&mut self) {
+        self.views.clear();
+        let all_backup = self.subflows.iter().all(|s| s.backup || s.failed);
+        self.views.extend(self.subflows.iter().map(|sf| {
+            let s = &sf.sender;
+            SubflowView {
+                cwnd: s.cwnd(),
+                srtt: s.srtt(),
+                mss: s.cfg.mss,
+                delivered_since_loss: s.delivered_since_loss,
+                delivered_between_losses: s.delivered_between_losses,
+                active: all_backup || !(sf.backup || sf.failed),
+            }
+        }));
+    }
+}
+
+impl FlowOps for MptcpFlow {
+    fn start(&mut self, net: &mut Net) {
+        self.push(net);
+    }
+
+    fn on_packet(&mut self, sub: u16, side: Side, p: &Packet, net: &mut Net) {
         let now = net.now();
         let j = sub as usize;
         match side {
@@ -1280,92 +1360,7 @@ impl MptcpFlow {
         }
     }
 
-    /// Count a subflow's new retransmissions and timeouts: feedback to a learning scheduler;
-    /// at a timeout, reinject and mark the subflow failed per the rule. Called after every ACK
-    /// and timer, almost always with nothing new.
-    #[inline]
-    fn note_retransmissions(&mut self, j: usize, now: Time) {
-        let sf = &self.subflows[j];
-        if sf.sender.stats.rto_count != sf.rto_seen
-            || sf.sender.stats.retransmitted_packets != sf.retrans_seen
-        {
-            self.note_new_retransmissions(j, now);
-        }
-    }
-
-    fn note_new_retransmissions(&mut self, j: usize, now: Time) {
-        let sf = &mut self.subflows[j];
-        let rtos = sf.sender.stats.rto_count;
-        let retrans = sf.sender.stats.retransmitted_packets;
-        let new_rtos = rtos - sf.rto_seen;
-        let new_retrans = retrans - sf.retrans_seen;
-        sf.rto_seen = rtos;
-        sf.retrans_seen = retrans;
-        if new_retrans > 0 && self.learns {
-            let conn = self.conn_info(now);
-            self.scheduler
-                .feedback(&Feedback::Retransmit { id: j }, &self.infos, &conn);
-        }
-        if new_rtos == 0 || self.linux.is_some() {
-            // The Linux send path reinjects from the MPTCP-level timer only.
-            return;
-        }
-        let sf = &mut self.subflows[j];
-        sf.rtos_without_progress += new_rtos as u32;
-        let trigger = match self.reinject_rule {
-            Reinject::Rto => true,
-            Reinject::Stale => sf.rtos_without_progress >= self.stale_loss_cnt,
-            Reinject::Linux => false, // returned above
-        };
-        if !trigger || self.subflows.len() < 2 {
-            return;
-        }
-        self.subflows[j].failed = true;
-        // Queue this subflow's unacknowledged data (not yet data-ACKed, not yet reinjected).
-        let data_una = self.data_una;
-        let mut dsns: Vec<u64> = Vec::new();
-        for (dsn, _len, sacked) in self.subflows[j].sender.outstanding() {
-            if !sacked && dsn >= data_una {
-                dsns.push(dsn);
-            }
-        }
-        for dsn in dsns {
-            let k = (dsn - data_una) as usize;
-            if k < self.reinjected.len() && !self.reinjected[k] {
-                self.reinjected[k] = true;
-                self.reinject_q.push_back((dsn, j as u16));
-            }
-        }
-    }
-
-    fn send_ack(&mut self, j: usize, net: &mut Net) {
-        let sf = &self.subflows[j];
-        let mut ack = sf.receiver.build_ack(sf.ack_route);
-        ack.data_ack = self.rx.rcv_nxt;
-        let w = self.advertised_window();
-        ack.rwnd = Packet::window(w);
-        self.adv_edge = self.rx.delivered_bytes + w;
-        ack.size += 8; // DSS option with a data ACK (RFC 8684 3.3)
-        net.send(ack);
-    }
-
-    fn fill_views(&mut self) {
-        self.views.clear();
-        let all_backup = self.subflows.iter().all(|s| s.backup || s.failed);
-        self.views.extend(self.subflows.iter().map(|sf| {
-            let s = &sf.sender;
-            SubflowView {
-                cwnd: s.cwnd(),
-                srtt: s.srtt(),
-                mss: s.cfg.mss,
-                delivered_since_loss: s.delivered_since_loss,
-                delivered_between_losses: s.delivered_between_losses,
-                active: all_backup || !(sf.backup || sf.failed),
-            }
-        }));
-    }
-
-    pub fn on_timer(&mut self, sub: u16, side: u8, net: &mut Net) {
+    fn on_timer(&mut self, sub: u16, side: u8, net: &mut Net) {
         let now = net.now();
         let j = sub as usize;
         if sub == MSK_TIMER {
@@ -1420,7 +1415,7 @@ impl MptcpFlow {
     }
 
     /// A scripted MP_PRIO change.
-    pub fn control(&mut self, idx: u32, net: &mut Net) {
+    fn control(&mut self, idx: u32, net: &mut Net) {
         let Some(pc) = self.prio_script.get(idx as usize).copied() else {
             // A wake-up: a PHA block ended, a subflow may take data again.
             self.push(net);
@@ -1444,7 +1439,7 @@ impl MptcpFlow {
         }
     }
 
-    pub fn sample(&mut self, width: Time) {
+    fn sample(&mut self, width: Time) {
         let w = width.secs_f64();
         let rate = |b: u64| if w > 0.0 { b as f64 * 8.0 / w } else { 0.0 };
         self.goodput.push(rate(self.rx.bin_bytes));
@@ -1471,7 +1466,7 @@ impl MptcpFlow {
         }
     }
 
-    pub fn summarize(&self, end: Time) -> (FlowSummary, Vec<Series>) {
+    fn summarize(&self, end: Time, _net: &Net) -> (FlowSummary, Vec<Series>) {
         let stop = self.completed_at.unwrap_or(end);
         let active = stop.saturating_sub(self.start).secs_f64();
         let gp = |b: u64| {

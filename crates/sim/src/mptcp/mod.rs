@@ -6,3 +6,8 @@ pub mod cc;
 pub(crate) mod connection;
 pub mod linux;
 pub mod sched;
+
+#[cfg(test)]
+mod connection_tests;
+#[cfg(test)]
+pub(crate) mod harness;

@@ -11,6 +11,26 @@ use link::{LinkDir, Wake};
 use packet::Packet;
 use railpath_core::Time;
 
+/// A change of a link's conditions at a point in time (a schedule step, an outage, a carrier's
+/// radio, a vertical handoff's release): the world applies a link's steps in time order with
+/// [`Net::apply_step`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StepAction {
+    /// Data-direction rate, bit/s.
+    Rate(u64),
+    /// Data-direction base one-way delay.
+    Delay(Time),
+    /// Data-direction random loss probability.
+    Loss(f64),
+    /// Both directions stop delivering until the given time.
+    OutageStart(Time),
+    OutageEnd,
+    /// Radio model: delay added to both directions (weak signal).
+    ExtraDelay(Time),
+    /// Radio model: loss probability added in the data direction (weak signal).
+    ExtraLoss(f64),
+}
+
 /// Which end of a transport connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -43,6 +63,10 @@ pub enum Hop {
 pub struct Net {
     pub sched: Scheduler,
     pub dirs: Vec<LinkDir>,
+    /// Tests only: the packets sent on a route that starts at its sink (no link), in order, for
+    /// a test that plays the network by hand (`crate::mptcp::harness`). Not in other builds.
+    #[cfg(test)]
+    pub wire: Vec<Packet>,
     pub routes: Vec<Vec<Hop>>,
     pub bonds: Vec<bond::Bond>,
 }
@@ -52,6 +76,8 @@ impl Net {
         Net {
             sched: Scheduler::new(),
             dirs: Vec::new(),
+            #[cfg(test)]
+            wire: Vec::new(),
             routes: Vec::new(),
             bonds: Vec::new(),
         }
@@ -68,14 +94,17 @@ impl Net {
         (self.routes.len() - 1) as u32
     }
 
-    /// Send a packet from its route's start. (Every route starts at a link; a route that started
-    /// at its sink would deliver nothing.)
+    /// Send a packet from its route's start. (Every route of a run starts at a link; a route
+    /// that starts at its sink delivers nothing: in tests, the packet stays in `wire`.)
     #[inline]
     pub fn send(&mut self, mut p: Packet) {
         p.hop = 0;
         match self.hop_of(&p) {
             Hop::Dir(d) => self.enqueue(d, p),
             Hop::Bond(b) => self.bond_enter(b, p),
+            #[cfg(test)]
+            Hop::Sink(_) => self.wire.push(p),
+            #[cfg(not(test))]
             Hop::Sink(_) => {}
         }
     }
@@ -195,6 +224,28 @@ impl Net {
                 Hop::Dir(next) => self.enqueue(next, p),
                 Hop::Bond(bd) => self.bond_enter(bd, p),
                 Hop::Sink(e) => sink(self, e, &p),
+            }
+        }
+    }
+
+    /// Apply one step to a link's two directions (`fwd` carries data, `rev` ACKs).
+    pub fn apply_step(&mut self, fwd: u32, rev: u32, action: StepAction) {
+        match action {
+            StepAction::Rate(r) => self.dirs[fwd as usize].rate_bps = r,
+            StepAction::Delay(d) => self.dirs[fwd as usize].base_delay = d,
+            StepAction::Loss(p) => self.dirs[fwd as usize].loss = p,
+            StepAction::ExtraDelay(d) => {
+                self.dirs[fwd as usize].extra_delay = d;
+                self.dirs[rev as usize].extra_delay = d;
+            }
+            StepAction::ExtraLoss(p) => self.dirs[fwd as usize].extra_loss = p,
+            StepAction::OutageStart(until) => {
+                self.outage_start(fwd, until);
+                self.outage_start(rev, until);
+            }
+            StepAction::OutageEnd => {
+                self.outage_end(fwd);
+                self.outage_end(rev);
             }
         }
     }

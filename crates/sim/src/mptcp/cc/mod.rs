@@ -9,21 +9,21 @@
 //! active subflow. See docs/models/mptcp-cc.md.
 
 use crate::tcp::cc::CongestionControl;
+use railpath_scenario::CoupledCc;
 
 pub mod balia;
 mod common;
 pub mod lia;
 pub mod olia;
 
-/// Build a coupled algorithm for one subflow by its scenario name (`cc = "lia" | "olia" |
-/// "balia"`). Each subflow gets its own instance; the connection passes the siblings in
-/// `Coupling` on every `cong_avoid` call.
-pub fn coupled_by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
-    match name {
-        "lia" => Some(Box::new(lia::Lia::default())),
-        "olia" => Some(Box::new(olia::Olia::default())),
-        "balia" => Some(Box::new(balia::Balia::default())),
-        _ => None,
+/// Build the coupled algorithm `cc` for one subflow (`cc = "lia" | "olia" | "balia"`). Each
+/// subflow gets its own instance; the connection passes the siblings in `Coupling` on every
+/// `cong_avoid` call.
+pub fn build_coupled(cc: CoupledCc) -> Box<dyn CongestionControl> {
+    match cc {
+        CoupledCc::Lia => Box::new(lia::Lia::default()),
+        CoupledCc::Olia => Box::new(olia::Olia::default()),
+        CoupledCc::Balia => Box::new(balia::Balia::default()),
     }
 }
 
@@ -33,10 +33,11 @@ mod tests {
 
     #[test]
     fn names_build() {
-        // Every coupled name the scenario accepts (its list is the one source of the names).
-        for &n in railpath_scenario::MPTCP_COUPLED_CCS {
-            assert_eq!(coupled_by_name(n).expect(n).name(), n);
+        // The scenario's coupled names and the enum agree, and each builds what it names.
+        let names: Vec<&str> = CoupledCc::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(names, railpath_scenario::MPTCP_COUPLED_CCS);
+        for cc in CoupledCc::ALL {
+            assert_eq!(build_coupled(cc).name(), cc.as_str());
         }
-        assert!(coupled_by_name("cubic").is_none());
     }
 }

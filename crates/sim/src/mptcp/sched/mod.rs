@@ -13,9 +13,10 @@
 //!   3.3.8: "backup" means "use only if no regular subflow is available");
 //! - `has_space` (in-flight below cwnd) is what "can send now" means.
 
-use railpath_core::{Rng, Time};
+use railpath_core::Time;
 
 pub mod blest;
+mod build;
 mod common;
 pub mod ecf;
 pub mod linux_default;
@@ -24,21 +25,7 @@ pub mod peekaboo;
 pub mod redundant;
 pub mod round_robin;
 
-/// Build a scheduler by its scenario name (`scheduler = "..."`). `rng` is used only by the
-/// schedulers that draw random numbers (Peekaboo); pass a stream of its own, e.g.
-/// `Rng::stream(seed, "sched/<flow>")`.
-pub fn by_name(name: &str, rng: Rng) -> Option<Box<dyn Scheduler>> {
-    match name {
-        "minrtt" => Some(Box::new(minrtt::MinRtt)),
-        "roundrobin" => Some(Box::new(round_robin::RoundRobin::default())),
-        "redundant" => Some(Box::new(redundant::Redundant)),
-        "ecf" => Some(Box::new(ecf::Ecf::default())),
-        "blest" => Some(Box::new(blest::Blest::default())),
-        "peekaboo" => Some(Box::new(peekaboo::Peekaboo::new(rng))),
-        "linux-default" => Some(Box::new(linux_default::LinuxDefault::default())),
-        _ => None,
-    }
-}
+pub use build::build;
 
 /// A snapshot of one subflow for the scheduler.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -127,21 +114,5 @@ pub trait Scheduler: Send {
     /// Whether `feedback` does anything (the connection skips building it otherwise).
     fn wants_feedback(&self) -> bool {
         false
-    }
-}
-
-#[cfg(test)]
-mod by_name_tests {
-    use super::*;
-
-    #[test]
-    fn every_scenario_name_builds_and_reports_its_name() {
-        // Every name the scenario accepts (its list is the one source of the names).
-        for &n in railpath_scenario::MPTCP_SCHEDULERS {
-            let s = by_name(n, Rng::stream(0, "t")).expect(n);
-            assert_eq!(s.name(), n);
-            assert_eq!(s.redundant(), n == "redundant");
-        }
-        assert!(by_name("nope", Rng::stream(0, "t")).is_none());
     }
 }

@@ -9,11 +9,14 @@
 //! MPTCP's coupled algorithms (LIA, OLIA, BALIA) implement the same trait and read their sibling
 //! subflows through [`Coupling`]; a single-path connection passes an empty one.
 
-use railpath_core::{Rng, Time};
+use railpath_core::Time;
 
 pub mod bbr;
+mod build;
 pub mod cubic;
 pub mod newreno;
+
+pub use build::{build, CcParams};
 
 /// Linux `tcp_ca_state`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -228,38 +231,5 @@ pub trait CongestionControl: Send {
     /// Pacing rate in bit/s of wire bytes, if the algorithm paces (BBR); `None` = unpaced.
     fn pacing_rate_bps(&self) -> Option<u64> {
         None
-    }
-}
-
-/// Build a single-path algorithm by its scenario name, with default [`CcParams`] (header 52 B,
-/// BBR's random stream from seed 0). Prefer [`by_name_with`] so each flow gets its own stream.
-pub fn by_name(name: &str, w: &Window, hystart: bool) -> Option<Box<dyn CongestionControl>> {
-    let params = CcParams {
-        hystart,
-        header_bytes: 52,
-        rng: Rng::stream(0, "cc"),
-    };
-    by_name_with(name, w, params)
-}
-
-/// What an algorithm's constructor may need beyond the window.
-#[derive(Debug, Clone)]
-pub struct CcParams {
-    /// CUBIC: use HyStart (Linux `hystart=1`).
-    pub hystart: bool,
-    /// Header bytes per data packet on the wire: BBR paces wire bytes (`pacing_rate_bps`).
-    pub header_bytes: u32,
-    /// BBR: the stream for its random PROBE_BW start phase, e.g.
-    /// `Rng::stream(seed, "cc/<flow>/<subflow>")`.
-    pub rng: Rng,
-}
-
-/// Build a single-path algorithm by its scenario name.
-pub fn by_name_with(name: &str, w: &Window, p: CcParams) -> Option<Box<dyn CongestionControl>> {
-    match name {
-        "newreno" | "reno" => Some(Box::new(newreno::NewReno)),
-        "cubic" => Some(Box::new(cubic::Cubic::new(p.hystart))),
-        "bbr" => Some(Box::new(bbr::Bbr::new(w, p.header_bytes, p.rng))),
-        _ => None,
     }
 }

@@ -19,9 +19,11 @@
 //!   tcp.c). A server without MPTCP answers the MP_CAPABLE SYN without the option and the proxy
 //!   falls back to plain TCP over the first path (RFC 8684 §3.1).
 
-use crate::flow::{App, TcpFlow};
+use super::common::{App, FlowOps};
+use super::tcp::{TcpFlow, TcpParams};
 use crate::mptcp::connection::MptcpFlow;
-use crate::net::Net;
+use crate::net::packet::Packet;
+use crate::net::{Endpoint, Hop, Net, Side};
 use crate::results::{CarFailover, CarStats, FlowSummary, ProxyStats, Series};
 use railpath_core::Time;
 use railpath_scenario::{BalancePolicy, Failover};
@@ -32,11 +34,12 @@ use std::collections::VecDeque;
 /// subflows are 0..16.
 pub(crate) const ACCESS_SUB: u16 = 0x8000;
 
+/// The `FlowControl` index that starts a balanced car's new connection after a failover.
+pub(crate) const RECONNECTED: u32 = u32::MAX;
+
 /// A load balancer during the run.
 pub(crate) struct BalancerRt {
-    pub id: String,
     pub policy: BalancePolicy,
-    pub failover: Failover,
     /// Scenario link index of each of its links.
     pub links: Vec<usize>,
     pub rates: Vec<f64>,
@@ -67,10 +70,9 @@ pub(crate) struct BalancedFlow {
     pub link: Option<usize>,
     pub assigned: Option<usize>,
     /// Per balancer link: the hops of a connection's data and ACK routes, before the sink.
-    pub hops: Vec<(Vec<crate::net::Hop>, Vec<crate::net::Hop>)>,
-    pub scenario_flow: railpath_scenario::Flow,
-    pub tcp: railpath_scenario::TcpConfig,
-    pub seed: u64,
+    pub hops: Vec<(Vec<Hop>, Vec<Hop>)>,
+    /// What a new connection (after a reconnecting failover) is built from.
+    pub params: TcpParams,
     pub failovers: Vec<CarFailover>,
     /// Counters of the connections it replaced: sent, retransmitted, timeouts.
     prior: (u64, u64, u64),
@@ -80,42 +82,39 @@ pub(crate) struct BalancedFlow {
     pub balancer_id: String,
 }
 
+/// Where a balanced car runs: its balancer, its number, and its balancer's links.
+pub(crate) struct CarPlace {
+    pub balancer: usize,
+    pub balancer_id: String,
+    pub car: usize,
+    /// Per balancer link: the hops of a connection's data and ACK routes, before the sink.
+    pub hops: Vec<(Vec<Hop>, Vec<Hop>)>,
+    pub link_names: Vec<String>,
+    pub access: Option<String>,
+    pub failover: Failover,
+}
+
 impl BalancedFlow {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        flow: Box<TcpFlow>,
-        balancer: usize,
-        car: usize,
-        hops: Vec<(Vec<crate::net::Hop>, Vec<crate::net::Hop>)>,
-        scenario_flow: railpath_scenario::Flow,
-        tcp: railpath_scenario::TcpConfig,
-        seed: u64,
-        link_names: Vec<String>,
-        failover_mode: Failover,
-    ) -> BalancedFlow {
-        let access = scenario_flow.access.clone();
+    pub fn new(flow: Box<TcpFlow>, params: TcpParams, place: CarPlace) -> BalancedFlow {
         BalancedFlow {
             flow,
-            balancer,
-            car,
+            balancer: place.balancer,
+            car: place.car,
             link: None,
             assigned: None,
-            hops,
-            scenario_flow,
-            tcp,
-            seed,
+            hops: place.hops,
+            params: TcpParams { nbins: 0, ..params },
             failovers: Vec::new(),
             prior: (0, 0, 0),
-            link_names,
-            access,
-            failover_mode,
-            balancer_id: String::new(),
+            link_names: place.link_names,
+            access: place.access,
+            failover_mode: place.failover,
+            balancer_id: place.balancer_id,
         }
     }
 
     /// Routes of the current connection over balancer link `k`.
     fn route(&self, k: usize, net: &mut Net) -> (u32, u32) {
-        use crate::net::{Endpoint, Hop, Side};
         let (fwd, rev) = &self.hops[k];
         let end = |side| {
             Hop::Sink(Endpoint {
@@ -163,19 +162,7 @@ impl BalancedFlow {
                 self.prior.1 += st.retransmitted_packets;
                 self.prior.2 += st.rto_count;
                 let sub = self.flow.sub + 1;
-                let mut fresh = match TcpFlow::new(
-                    self.flow.idx,
-                    &self.scenario_flow,
-                    &self.tcp,
-                    0,
-                    0,
-                    self.seed,
-                    0,
-                ) {
-                    Ok(f) => f,
-                    // The flow was built from the same settings once already.
-                    Err(_) => return None,
-                };
+                let mut fresh = TcpFlow::new(self.flow.idx, &self.params, 0, 0);
                 fresh.sub = sub;
                 // The application asks for the rest (a finite transfer resumes where the
                 // passenger's data stopped, as an HTTP range request does; a bulk one goes on).
@@ -189,10 +176,10 @@ impl BalancedFlow {
                 self.flow.ack_route = a;
                 // SYN (ACK direction), SYN/ACK (data direction), the request (ACK direction):
                 // the server sends from then on.
-                let one_way = |hops: &[crate::net::Hop]| {
+                let one_way = |hops: &[Hop]| {
                     hops.iter()
                         .map(|h| match h {
-                            crate::net::Hop::Dir(d) => net.dirs[*d as usize].delay(),
+                            Hop::Dir(d) => net.dirs[*d as usize].delay(),
                             _ => Time::ZERO,
                         })
                         .fold(Time::ZERO, |a, b| a + b)
@@ -205,10 +192,31 @@ impl BalancedFlow {
     }
 }
 
-impl BalancedFlow {
-    pub fn summarize(&self, end: Time) -> (FlowSummary, Vec<Series>) {
+impl FlowOps for BalancedFlow {
+    fn start(&mut self, net: &mut Net) {
+        self.flow.start(net)
+    }
+    #[inline]
+    fn on_packet(&mut self, sub: u16, side: Side, p: &Packet, net: &mut Net) {
+        self.flow.on_packet(sub, side, p, net)
+    }
+    fn on_timer(&mut self, sub: u16, side: u8, net: &mut Net) {
+        self.flow.on_timer(sub, side, net)
+    }
+    fn control(&mut self, idx: u32, net: &mut Net) {
+        if idx == RECONNECTED {
+            // The new connection's handshake is done: the server sends.
+            self.flow.start(net)
+        } else {
+            self.flow.control(idx, net)
+        }
+    }
+    fn sample(&mut self, width: Time) {
+        self.flow.sample(width)
+    }
+    fn summarize(&self, end: Time, net: &Net) -> (FlowSummary, Vec<Series>) {
         let balancer = self.balancer_id.as_str();
-        let (mut s, series) = self.flow.summarize(end);
+        let (mut s, series) = self.flow.summarize(end, net);
         s.sent_packets += self.prior.0;
         s.retransmitted_packets += self.prior.1;
         s.rto_count += self.prior.2;
@@ -340,54 +348,6 @@ impl RelayFlow {
         }
     }
 
-    pub fn start(&mut self, net: &mut Net) {
-        self.down.start(net);
-        match &mut self.up {
-            Up::Mptcp(m) => m.start(net),
-            Up::Tcp(t) => t.start(net),
-        }
-    }
-
-    pub fn on_packet(
-        &mut self,
-        sub: u16,
-        side: crate::net::Side,
-        p: &crate::net::packet::Packet,
-        net: &mut Net,
-    ) {
-        if sub == ACCESS_SUB {
-            self.down.on_packet(sub, side, p, net);
-            self.after_down(net);
-        } else {
-            match &mut self.up {
-                Up::Mptcp(m) => m.on_packet(sub, side, p, net),
-                Up::Tcp(t) => t.on_packet(sub, side, p, net),
-            }
-            self.after_up(net);
-        }
-    }
-
-    pub fn on_timer(&mut self, sub: u16, side: u8, net: &mut Net) {
-        if sub == ACCESS_SUB {
-            self.down.on_timer(sub, side, net);
-            self.after_down(net);
-        } else {
-            match &mut self.up {
-                Up::Mptcp(m) => m.on_timer(sub, side, net),
-                Up::Tcp(t) => t.on_timer(sub, side, net),
-            }
-            self.after_up(net);
-        }
-    }
-
-    pub fn control(&mut self, idx: u32, net: &mut Net) {
-        match &mut self.up {
-            Up::Mptcp(m) => m.control(idx, net),
-            Up::Tcp(t) => t.control(idx, net),
-        }
-        self.after_up(net);
-    }
-
     /// What the server's side delivered joins the unread data; the proxy reads.
     fn after_up(&mut self, net: &mut Net) {
         self.scratch.clear();
@@ -496,8 +456,52 @@ impl RelayFlow {
     fn down_fed(&self) -> u64 {
         self.down.app.fed.as_ref().map_or(0, |f| f.bytes)
     }
+}
 
-    pub fn sample(&mut self, width: Time) {
+impl FlowOps for RelayFlow {
+    fn start(&mut self, net: &mut Net) {
+        self.down.start(net);
+        match &mut self.up {
+            Up::Mptcp(m) => m.start(net),
+            Up::Tcp(t) => t.start(net),
+        }
+    }
+
+    fn on_packet(&mut self, sub: u16, side: Side, p: &Packet, net: &mut Net) {
+        if sub == ACCESS_SUB {
+            self.down.on_packet(sub, side, p, net);
+            self.after_down(net);
+        } else {
+            match &mut self.up {
+                Up::Mptcp(m) => m.on_packet(sub, side, p, net),
+                Up::Tcp(t) => t.on_packet(sub, side, p, net),
+            }
+            self.after_up(net);
+        }
+    }
+
+    fn on_timer(&mut self, sub: u16, side: u8, net: &mut Net) {
+        if sub == ACCESS_SUB {
+            self.down.on_timer(sub, side, net);
+            self.after_down(net);
+        } else {
+            match &mut self.up {
+                Up::Mptcp(m) => m.on_timer(sub, side, net),
+                Up::Tcp(t) => t.on_timer(sub, side, net),
+            }
+            self.after_up(net);
+        }
+    }
+
+    fn control(&mut self, idx: u32, net: &mut Net) {
+        match &mut self.up {
+            Up::Mptcp(m) => m.control(idx, net),
+            Up::Tcp(t) => t.control(idx, net),
+        }
+        self.after_up(net);
+    }
+
+    fn sample(&mut self, width: Time) {
         self.down.sample(width);
         match &mut self.up {
             Up::Mptcp(m) => m.sample(width),
@@ -507,12 +511,12 @@ impl RelayFlow {
 
     /// The server side's summary and series (its subflows, its congestion windows), with the
     /// flow's goodput the passenger's: what arrived at the car.
-    pub fn summarize(&self, end: Time) -> (FlowSummary, Vec<Series>) {
+    fn summarize(&self, end: Time, net: &Net) -> (FlowSummary, Vec<Series>) {
         let (mut s, mut series) = match &self.up {
-            Up::Mptcp(m) => m.summarize(end),
-            Up::Tcp(t) => t.summarize(end),
+            Up::Mptcp(m) => m.summarize(end, net),
+            Up::Tcp(t) => t.summarize(end, net),
         };
-        let (d, dseries) = self.down.summarize(end);
+        let (d, dseries) = self.down.summarize(end, net);
         let server_goodput = s.goodput_bps;
         s.goodput_bps = d.goodput_bps;
         s.delivered_bytes = d.delivered_bytes;

@@ -3,7 +3,12 @@
 //! outage on one carrier leaves the other carrying the traffic. Needs root and kernel MPTCP;
 //! otherwise prints SKIP and passes. The tests run one at a time (timing shares 2 cores).
 
-use railpath_linkem::run::run_scenario;
+/// The plain testbed run of a scenario (validated first).
+fn run_scenario(
+    s: &railpath_scenario::Scenario,
+) -> Result<railpath_sim::RunResults, railpath_linkem::TestbedError> {
+    railpath_testbed::plain::run_scenario(&s.validate().expect("a valid scenario"))
+}
 use railpath_linkem::{check_environment, Testbed, TestbedSpec};
 use railpath_scenario::{FlowKind, PrioBy, PrioChange, Scenario};
 use railpath_sim::results::RunResults;
@@ -194,7 +199,8 @@ fn scripted_outage_via_control_and_events() {
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let s = scenario(1.0, "", &["a"], false);
-    let mut tb = Testbed::new(&TestbedSpec::from_scenario(&s).unwrap()).expect("testbed");
+    let mut tb = Testbed::new(&TestbedSpec::from_resolved(&s.validate().unwrap()).unwrap())
+        .expect("testbed");
     let events = tb.take_events().expect("events once");
     assert!(tb.take_events().is_none());
     let ctl = tb.control();
@@ -274,7 +280,8 @@ fn namespaces_are_removed_when_a_test_panics() {
     let s = scenario(1.0, "", &["a"], false);
     let names = std::sync::Mutex::new(Vec::new());
     let r = std::panic::catch_unwind(|| {
-        let tb = Testbed::new(&TestbedSpec::from_scenario(&s).unwrap()).expect("testbed");
+        let tb = Testbed::new(&TestbedSpec::from_resolved(&s.validate().unwrap()).unwrap())
+            .expect("testbed");
         names
             .lock()
             .unwrap()
@@ -369,7 +376,7 @@ fn interrupt_ends_a_run_early_and_cleans_up() {
     let t0 = std::time::Instant::now();
     let stopper = std::thread::spawn(|| {
         std::thread::sleep(std::time::Duration::from_secs(2));
-        railpath_linkem::run::interrupt();
+        railpath_testbed::interrupt();
     });
     let r = run_scenario(&s);
     stopper.join().unwrap();

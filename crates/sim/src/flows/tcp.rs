@@ -1,272 +1,31 @@
-//! Transport flows hosted by the world: a sender and a receiver joined by routes, plus the
-//! application above them (a bulk or finite transfer) and per-flow statistics.
+//! A single-path TCP flow: a sender and a receiver joined by routes, the application above
+//! them (a bulk or finite transfer) and per-flow statistics; with vertical handoffs (and TCP-FS)
+//! when it moves between links.
 
-use crate::engine::Event;
-use crate::mechanisms::tcp_fs::TcpFs;
+use super::common::{arm, take_wake, App, FlowOps, FlowSeries};
+use super::handoff::{HandoffStep, Handoffs};
 use crate::net::packet::{flags, Kind, Packet};
 use crate::net::{Net, Side};
-use crate::results::{FlowSummary, HandoffRecord, HandoffStats, Series};
+use crate::results::{FlowSummary, HandoffStats, Series};
 use crate::tcp::cc::{self, Coupling, Window};
 use crate::tcp::receiver::{AckDecision, ReceiverConfig, TcpReceiver};
 use crate::tcp::sender::{Room, SenderConfig, TcpSender};
 use railpath_core::Time;
-use railpath_scenario::TcpConfig;
+use railpath_scenario::{TcpCc, TcpConfig};
 
-/// Every kind of flow the world hosts.
-pub(crate) enum Flow {
-    Tcp(Box<TcpFlow>),
-    Mptcp(Box<crate::mptcp::connection::MptcpFlow>),
-    Udp(Box<crate::udp::UdpFlow>),
-    /// A car's TCP through a load balancer.
-    Balanced(Box<crate::cars::BalancedFlow>),
-    /// A car behind the train router's MPTCP proxy.
-    Relay(Box<crate::cars::RelayFlow>),
-}
-
-/// `FlowControl` index that starts a balanced car's new connection after a failover.
-pub(crate) const RECONNECTED: u32 = u32::MAX;
-
-impl Flow {
-    pub fn start(&mut self, net: &mut Net) {
-        match self {
-            Flow::Tcp(f) => f.start(net),
-            Flow::Mptcp(f) => f.start(net),
-            Flow::Udp(f) => f.start(net),
-            Flow::Balanced(f) => f.flow.start(net),
-            Flow::Relay(f) => f.start(net),
-        }
-    }
-    pub fn on_packet(&mut self, sub: u16, side: Side, p: &Packet, net: &mut Net) {
-        match self {
-            Flow::Tcp(f) => f.on_packet(sub, side, p, net),
-            Flow::Mptcp(f) => f.on_packet(sub, side, p, net),
-            Flow::Udp(f) => f.on_packet(side, p, net.now()),
-            Flow::Balanced(f) => f.flow.on_packet(sub, side, p, net),
-            Flow::Relay(f) => f.on_packet(sub, side, p, net),
-        }
-    }
-    pub fn on_timer(&mut self, sub: u16, side: u8, net: &mut Net) {
-        match self {
-            Flow::Tcp(f) => f.on_timer(sub, side, net),
-            Flow::Mptcp(f) => f.on_timer(sub, side, net),
-            Flow::Udp(f) => f.on_timer(net),
-            Flow::Balanced(f) => f.flow.on_timer(sub, side, net),
-            Flow::Relay(f) => f.on_timer(sub, side, net),
-        }
-    }
-    pub fn control(&mut self, idx: u32, net: &mut Net) {
-        match self {
-            Flow::Tcp(f) => f.control(idx, net),
-            Flow::Mptcp(f) => f.control(idx, net),
-            // A udp flow schedules no control events.
-            Flow::Udp(_) => {}
-            Flow::Balanced(f) if idx == RECONNECTED => f.flow.start(net),
-            Flow::Balanced(f) => f.flow.control(idx, net),
-            Flow::Relay(f) => f.control(idx, net),
-        }
-    }
-    pub fn sample(&mut self, width: Time) {
-        match self {
-            Flow::Tcp(f) => f.sample(width),
-            Flow::Mptcp(f) => f.sample(width),
-            Flow::Udp(f) => f.sample(width),
-            Flow::Balanced(f) => f.flow.sample(width),
-            Flow::Relay(f) => f.sample(width),
-        }
-    }
-    /// The flow's summary and its time series.
-    pub fn summarize(&self, end: Time, net: &Net) -> (FlowSummary, Vec<Series>) {
-        match self {
-            Flow::Tcp(f) => f.summarize(end),
-            Flow::Mptcp(f) => f.summarize(end),
-            Flow::Udp(f) => f.summarize(end, net),
-            Flow::Balanced(f) => f.summarize(end),
-            Flow::Relay(f) => f.summarize(end),
-        }
-    }
-}
-
-/// The application's data: a bulk transfer or a finite one of `bytes`.
+/// What a tcp endpoint pair is built from: the narrow part of a flow's settings its sender,
+/// receiver and application need (kept by a car's connection to open a new one).
 #[derive(Debug, Clone)]
-pub(crate) struct App {
-    /// Total segments for a finite transfer; `None` for bulk.
-    pub total_segs: Option<u64>,
-    pub total_bytes: u64,
-    pub mss: u32,
-    /// Next new data-level segment.
-    pub next: u64,
-    /// A relay's onward leg: the lengths of the segments the relay has handed over and the
-    /// sender has not taken yet (`None`: the application makes its own data).
-    pub fed: Option<Box<Feed>>,
-}
-
-/// What a relay has handed its onward leg and the sender has not taken: segment lengths, and
-/// their bytes.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Feed {
-    pub segments: std::collections::VecDeque<u32>,
+pub(crate) struct TcpParams {
+    pub id: String,
+    pub cc: TcpCc,
+    pub start: Time,
+    /// Bytes to transfer; 0 = bulk.
     pub bytes: u64,
-}
-
-impl App {
-    pub fn new(bytes: u64, mss: u32) -> App {
-        App {
-            total_segs: if bytes == 0 {
-                None
-            } else {
-                Some(bytes.div_ceil(mss as u64))
-            },
-            total_bytes: bytes,
-            mss,
-            next: 0,
-            fed: None,
-        }
-    }
-    /// An application that sends only what a relay hands it.
-    pub fn fed(mss: u32) -> App {
-        App {
-            fed: Some(Box::default()),
-            ..App::new(0, mss)
-        }
-    }
-    pub fn has_data(&self) -> bool {
-        match &self.fed {
-            Some(q) => !q.segments.is_empty(),
-            None => self.total_segs.is_none_or(|n| self.next < n),
-        }
-    }
-    /// Length of data-level segment `dsn`.
-    pub fn len_of(&self, dsn: u64) -> u32 {
-        match self.total_segs {
-            Some(n) if dsn + 1 == n => (self.total_bytes - (n - 1) * self.mss as u64) as u32,
-            _ => self.mss,
-        }
-    }
-    /// A relay hands the onward leg a segment of `len` bytes.
-    pub fn feed(&mut self, len: u32) {
-        if let Some(q) = &mut self.fed {
-            q.segments.push_back(len);
-            q.bytes += len as u64;
-        }
-    }
-    pub fn take(&mut self) -> Option<(u64, u32)> {
-        if let Some(q) = &mut self.fed {
-            let len = q.segments.pop_front()?;
-            q.bytes -= len as u64;
-            let d = self.next;
-            self.next += 1;
-            return Some((d, len));
-        }
-        if !self.has_data() {
-            return None;
-        }
-        let d = self.next;
-        self.next += 1;
-        Some((d, self.len_of(d)))
-    }
-}
-
-/// Per-bin accumulators for a flow's time series.
-#[derive(Debug, Default)]
-pub(crate) struct FlowSeries {
-    pub bin_bytes: u64,
-    pub goodput_bps: Vec<f64>,
-    pub cwnd_bytes: Vec<f64>,
-    pub srtt_ms: Vec<f64>,
-    /// Sum and count of RTO samples (bins after the first RTT sample).
-    pub rto_sum_ms: f64,
-    pub rto_samples: u64,
-}
-
-/// Schedule an endpoint's wake-up if `deadline` is earlier than the one armed.
-pub(crate) fn arm(
-    net: &mut Net,
-    armed: &mut Option<Time>,
-    deadline: Option<Time>,
-    flow: u32,
-    sub: u16,
-    side: Side,
-) {
-    if let Some(t) = deadline {
-        let t = t.max(net.now());
-        if armed.is_none_or(|a| t < a) {
-            *armed = Some(t);
-            net.sched.at(
-                t,
-                Event::Timer {
-                    flow,
-                    sub,
-                    side: side as u8,
-                },
-            );
-        }
-    }
-}
-
-/// Is this wake-up the armed one? Consumes it if so.
-pub(crate) fn take_wake(armed: &mut Option<Time>, now: Time) -> bool {
-    if *armed == Some(now) {
-        *armed = None;
-        true
-    } else {
-        false
-    }
-}
-
-/// What a vertical handoff does at a point in time (the world schedules one `FlowControl` event
-/// per step, in order).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum HandoffStep {
-    /// Data and ACKs take path `j` from now on (packets already on a link stay on it).
-    Route(usize),
-    /// The mobility detector signals handoff `k`'s start / completion to the receiver.
-    Start(usize),
-    Complete(usize),
-}
-
-/// A tcp flow's vertical handoffs: its paths' routes, the steps, and per-bin traces.
-pub(crate) struct Handoffs {
-    /// (data route, ACK route) per path.
-    pub routes: Vec<(u32, u32)>,
-    pub steps: Vec<(Time, HandoffStep)>,
-    pub records: Vec<HandoffRecord>,
-    pub fs: Option<TcpFs>,
-    /// Per bin: ssthresh (bytes), the sequence number of the last segment sent (bytes; a
-    /// retransmission shows as a step back), bytes put on the wire.
-    pub ssthresh_bytes: Vec<f64>,
-    pub seq_bytes: Vec<f64>,
-    pub sent_bytes: Vec<f64>,
-    last_seq: u64,
-    bin_sent: u64,
-}
-
-impl Handoffs {
-    pub fn new(
-        routes: Vec<(u32, u32)>,
-        steps: Vec<(Time, HandoffStep)>,
-        records: Vec<HandoffRecord>,
-        fs: Option<TcpFs>,
-        nbins: usize,
-    ) -> Handoffs {
-        Handoffs {
-            routes,
-            steps,
-            records,
-            fs,
-            ssthresh_bytes: Vec::with_capacity(nbins),
-            seq_bytes: Vec::with_capacity(nbins),
-            sent_bytes: Vec::with_capacity(nbins),
-            last_seq: 0,
-            bin_sent: 0,
-        }
-    }
-
-    fn note_sent(&mut self, p: &Packet, mss: u32) {
-        if p.len > 0 {
-            self.last_seq = p.seq as u64 * mss as u64;
-            self.bin_sent += p.len as u64;
-        }
-    }
+    pub tcp: TcpConfig,
+    pub seed: u64,
+    /// Time-series bins to reserve room for.
+    pub nbins: usize,
 }
 
 /// Send through `net`, noting data packets in the handoff traces.
@@ -308,33 +67,27 @@ pub(crate) struct TcpFlow {
 }
 
 impl TcpFlow {
-    pub fn new(
-        idx: u32,
-        f: &railpath_scenario::Flow,
-        tcp: &TcpConfig,
-        data_route: u32,
-        ack_route: u32,
-        seed: u64,
-        nbins: usize,
-    ) -> Result<TcpFlow, String> {
+    /// Endpoint pair `idx` of the world, sending on `data_route` and acknowledging on
+    /// `ack_route`.
+    pub fn new(idx: u32, p: &TcpParams, data_route: u32, ack_route: u32) -> TcpFlow {
+        let tcp = &p.tcp;
         let scfg = SenderConfig::from_tcp(tcp);
         let w = Window::new(scfg.initial_window, scfg.mss);
         let params = cc::CcParams {
             hystart: tcp.hystart,
             header_bytes: tcp.header_bytes,
-            rng: railpath_core::Rng::stream(seed, &format!("cc/{}/0", f.id)),
+            rng: railpath_core::Rng::stream(p.seed, &format!("cc/{}/0", p.id)),
         };
-        let cc = cc::by_name_with(&f.cc, &w, params)
-            .ok_or_else(|| format!("flow {:?}: unknown congestion control {:?}", f.id, f.cc))?;
+        let cc = cc::build(p.cc, &w, params);
         let sender = TcpSender::new(scfg, cc, data_route, tcp.receive_window_bytes);
         let receiver = TcpReceiver::new(ReceiverConfig::from_tcp(tcp));
-        Ok(TcpFlow {
+        TcpFlow {
             idx,
-            id: f.id.clone(),
-            cc_name: f.cc.clone(),
-            start: Time::from_secs_f64(f.start_s),
+            id: p.id.clone(),
+            cc_name: p.cc.as_str().to_string(),
+            start: p.start,
             started: false,
-            app: App::new(f.bytes, tcp.mss_bytes),
+            app: App::new(p.bytes, tcp.mss_bytes),
             sender,
             receiver,
             ack_route,
@@ -342,9 +95,9 @@ impl TcpFlow {
             delivered_bytes: 0,
             completed_at: None,
             series: FlowSeries {
-                goodput_bps: Vec::with_capacity(nbins),
-                cwnd_bytes: Vec::with_capacity(nbins),
-                srtt_ms: Vec::with_capacity(nbins),
+                goodput_bps: Vec::with_capacity(p.nbins),
+                cwnd_bytes: Vec::with_capacity(p.nbins),
+                srtt_ms: Vec::with_capacity(p.nbins),
                 ..Default::default()
             },
             handoffs: None,
@@ -352,12 +105,7 @@ impl TcpFlow {
             tap: None,
             app_read: None,
             adv_edge: 0,
-        })
-    }
-
-    pub(crate) fn start(&mut self, net: &mut Net) {
-        self.started = true;
-        self.push(net);
+        }
     }
 
     /// Send what the windows allow: retransmissions first, then new data.
@@ -408,10 +156,43 @@ impl TcpFlow {
         );
     }
 
+    /// Send an ACK now, unless TCP-FS holds it.
+    fn send_ack(&mut self, net: &mut Net) {
+        if let Some(fs) = self.handoffs.as_mut().and_then(|h| h.fs.as_mut()) {
+            if !fs.may_ack(net.now()) {
+                return;
+            }
+        }
+        self.emit_ack(net);
+    }
+
+    /// Put an ACK on the wire; its window is TCP-FS's (zero while frozen). ACKs carry the
+    /// receiver's clock as TSval (RFC 7323), which the sender echoes on data.
+    pub(crate) fn emit_ack(&mut self, net: &mut Net) {
+        let mut ack = self.receiver.build_ack(self.ack_route);
+        if self.app_read.is_some() {
+            let w = self.receive_window();
+            ack.rwnd = Packet::window(w);
+            self.adv_edge = self.delivered_bytes + w;
+        }
+        if let Some(fs) = self.handoffs.as_ref().and_then(|h| h.fs.as_ref()) {
+            ack.rwnd = Packet::window(fs.window(self.receiver.rwnd()));
+        }
+        ack.ts = net.now();
+        net.send(ack);
+    }
+}
+
+impl FlowOps for TcpFlow {
+    fn start(&mut self, net: &mut Net) {
+        self.started = true;
+        self.push(net);
+    }
+
     // Always inlined: the plain tcp flow's hot path, which the balanced and relayed flows call
     // too (out of line it cost 0.5% more instructions on the TCP bench case).
     #[inline(always)]
-    pub(crate) fn on_packet(&mut self, sub: u16, side: Side, p: &Packet, net: &mut Net) {
+    fn on_packet(&mut self, sub: u16, side: Side, p: &Packet, net: &mut Net) {
         if sub != self.sub {
             // A packet of a connection this flow has replaced.
             return;
@@ -464,7 +245,7 @@ impl TcpFlow {
         }
     }
 
-    pub(crate) fn on_timer(&mut self, sub: u16, side: u8, net: &mut Net) {
+    fn on_timer(&mut self, sub: u16, side: u8, net: &mut Net) {
         if sub != self.sub {
             return;
         }
@@ -499,34 +280,8 @@ impl TcpFlow {
         }
     }
 
-    /// Send an ACK now, unless TCP-FS holds it.
-    fn send_ack(&mut self, net: &mut Net) {
-        if let Some(fs) = self.handoffs.as_mut().and_then(|h| h.fs.as_mut()) {
-            if !fs.may_ack(net.now()) {
-                return;
-            }
-        }
-        self.emit_ack(net);
-    }
-
-    /// Put an ACK on the wire; its window is TCP-FS's (zero while frozen). ACKs carry the
-    /// receiver's clock as TSval (RFC 7323), which the sender echoes on data.
-    pub(crate) fn emit_ack(&mut self, net: &mut Net) {
-        let mut ack = self.receiver.build_ack(self.ack_route);
-        if self.app_read.is_some() {
-            let w = self.receive_window();
-            ack.rwnd = Packet::window(w);
-            self.adv_edge = self.delivered_bytes + w;
-        }
-        if let Some(fs) = self.handoffs.as_ref().and_then(|h| h.fs.as_ref()) {
-            ack.rwnd = Packet::window(fs.window(self.receiver.rwnd()));
-        }
-        ack.ts = net.now();
-        net.send(ack);
-    }
-
     /// A vertical-handoff step (scheduled by the world).
-    pub(crate) fn control(&mut self, idx: u32, net: &mut Net) {
+    fn control(&mut self, idx: u32, net: &mut Net) {
         let now = net.now();
         let Some(h) = self.handoffs.as_mut() else {
             return;
@@ -558,13 +313,9 @@ impl TcpFlow {
         }
     }
 
-    pub(crate) fn sample(&mut self, width: Time) {
+    fn sample(&mut self, width: Time) {
         if let Some(h) = self.handoffs.as_mut() {
-            h.ssthresh_bytes
-                .push(self.sender.ssthresh() as f64 * self.sender.cfg.mss as f64);
-            h.seq_bytes.push(h.last_seq as f64);
-            h.sent_bytes.push(h.bin_sent as f64);
-            h.bin_sent = 0;
+            h.sample(self.sender.ssthresh() as f64 * self.sender.cfg.mss as f64);
         }
         let s = &mut self.series;
         let w = width.secs_f64();
@@ -583,7 +334,7 @@ impl TcpFlow {
         }
     }
 
-    pub(crate) fn summarize(&self, end: Time) -> (FlowSummary, Vec<Series>) {
+    fn summarize(&self, end: Time, _net: &Net) -> (FlowSummary, Vec<Series>) {
         let stop = self.completed_at.unwrap_or(end);
         let active = stop.saturating_sub(self.start).secs_f64();
         let st = &self.sender.stats;

@@ -14,11 +14,13 @@
 //!   tcp.h`), for MPTCP per subflow through `MPTCP_TCPINFO` / `MPTCP_SUBFLOW_ADDRS`
 //!   (`include/uapi/linux/mptcp.h`), sampled at the end of every bin.
 
-use crate::emu::{EmuReport, LinkEventKind};
-use crate::testbed::{Testbed, TestbedSpec, SERVER_ADDR};
-use crate::TestbedError;
 use railpath_core::Time;
-use railpath_scenario::{FlowKind, PrioBy, PrioChange, Scenario, ScenarioError};
+use railpath_linkem::emu::{EmuReport, LinkEventKind};
+use railpath_linkem::testbed::{Testbed, TestbedSpec, SERVER_ADDR};
+use railpath_linkem::TestbedError;
+use railpath_scenario::{
+    MptcpCc, MptcpMechanism, PrioBy, Resolved, ScenarioError, TcpCc, TcpRoute, Transport,
+};
 use railpath_sim::results::{
     AvgMax, FlowSummary, Handover, LinkSummary, RunResults, Series, SubflowSummary, Summary,
 };
@@ -85,193 +87,183 @@ const MPTCP_SUBFLOW_ADDRS: libc::c_int = 3;
 const TCP_INFO_LEN: usize = 248;
 
 /// The kernel congestion control for a flow and the name reported in the summary.
-pub fn kernel_cc(s: &Scenario, i: usize) -> Result<(String, String), ScenarioError> {
-    let f = &s.flows[i];
-    let key = format!("flow \"{}\".cc", f.id);
-    let tcp_name = |n: &str| -> Option<&'static str> {
-        match n {
-            "newreno" | "reno" => Some("reno"),
-            "cubic" => Some("cubic"),
-            "bbr" => Some("bbr"),
-            _ => None,
-        }
+pub fn kernel_cc(r: &Resolved, i: usize) -> Result<(String, String), ScenarioError> {
+    let f = &r.flows[i];
+    let kernel = |c: TcpCc| match c {
+        TcpCc::NewReno => "reno",
+        TcpCc::Cubic => "cubic",
+        TcpCc::Bbr => "bbr",
     };
-    match f.kind {
-        FlowKind::Tcp => match tcp_name(&f.cc) {
-            Some(k) => Ok((k.to_string(), f.cc.clone())),
-            None => Err(ScenarioError::new(
-                &s.source,
-                key,
-                format!("the testbed runs newreno, cubic or bbr, not {:?}", f.cc),
-            )),
-        },
-        FlowKind::Udp => Err(udp_unsupported(s, &f.id)),
-        FlowKind::Mptcp => {
-            if let Some(inner) = f.cc.strip_prefix("uncoupled-") {
-                return match tcp_name(inner) {
-                    Some(k) => Ok((k.to_string(), f.cc.clone())),
-                    None => Err(ScenarioError::new(
-                        &s.source,
-                        key,
-                        format!("unknown TCP congestion control {inner:?}"),
-                    )),
-                };
+    match &f.transport {
+        Transport::Tcp(t) => Ok((kernel(t.cc).to_string(), t.cc.as_str().to_string())),
+        Transport::Udp(_) => Err(udp_unsupported(r, &f.id)),
+        Transport::Mptcp(m) => match m.cc {
+            MptcpCc::Uncoupled(c) => Ok((kernel(c).to_string(), m.cc.name())),
+            MptcpCc::Coupled(c) => {
+                // Upstream Linux MPTCP has no coupled congestion control (LIA, OLIA, BALIA):
+                // each subflow runs the regular TCP one. Run cubic and say so.
+                eprintln!(
+                    "testbed: flow {:?}: upstream Linux MPTCP has no coupled congestion control ({}); subflows run uncoupled cubic",
+                    f.id,
+                    c.as_str()
+                );
+                Ok(("cubic".to_string(), "uncoupled-cubic".to_string()))
             }
-            // Upstream Linux MPTCP has no coupled congestion control (LIA, OLIA, BALIA): each
-            // subflow runs the regular TCP one. Run cubic and say so.
-            eprintln!(
-                "testbed: flow {:?}: upstream Linux MPTCP has no coupled congestion control ({}); subflows run uncoupled cubic",
-                f.id, f.cc
-            );
-            Ok(("cubic".to_string(), "uncoupled-cubic".to_string()))
-        }
+        },
     }
 }
 
-/// What the testbed cannot run, as a scenario error naming the key.
 fn sorted(v: &[String]) -> Vec<String> {
     let mut v = v.to_vec();
     v.sort();
     v
 }
 
-type HostWide = (Vec<String>, Vec<PrioChange>, Option<u32>);
+/// What every mptcp flow must agree on (the router's endpoints and sysctls act on the host):
+/// sorted backup paths, the MP_PRIO script (time, path, backup) and `stale_loss_cnt`.
+type HostWide = (Vec<String>, Vec<(f64, String, bool)>, Option<u32>);
 
 /// The testbed's refusal of a udp flow.
-fn udp_unsupported(s: &Scenario, id: &str) -> ScenarioError {
+fn udp_unsupported(r: &Resolved, id: &str) -> ScenarioError {
     ScenarioError::new(
-        &s.source,
+        &r.source,
         format!("flow \"{id}\".kind"),
         "udp cross traffic runs in the simulator only: the testbed has no udp source and sink yet",
     )
 }
 
-fn check_supported(s: &Scenario) -> Result<(), ScenarioError> {
-    if let Some(b) = s.bonds.first() {
-        return Err(ScenarioError::new(
-            &s.source,
+/// What the testbed cannot run, as a scenario error naming the key: a match on each flow's
+/// kind and route (a new kind is a compile error here until the testbed says what it does).
+fn check_supported(r: &Resolved) -> Result<(), ScenarioError> {
+    let err = |key: String, msg: &str| ScenarioError::new(&r.source, key, msg);
+    if let Some(b) = r.bonds.first() {
+        return Err(err(
             format!("bond \"{}\"", b.id),
             "link bonding runs in the simulator only: this kernel has no bonding driver",
         ));
     }
-    if let Some(l) = s.links.iter().find(|l| l.wifi.is_some()) {
-        return Err(ScenarioError::new(
-            &s.source,
-            format!("link \"{}\".wifi", l.id),
+    if let Some(l) = r.links.iter().find(|l| l.link.wifi.is_some()) {
+        return Err(err(
+            format!("link \"{}\".wifi", l.id()),
             "the 802.11 MAC model runs in the simulator only: the testbed's links have a rate, give rate_mbps instead",
         ));
     }
     let mut mptcp_paths: Option<(&str, Vec<&String>)> = None;
     let mut mptcp_host: Option<(&str, HostWide)> = None;
-    for (i, f) in s.flows.iter().enumerate() {
-        if f.kind == FlowKind::Udp {
-            return Err(udp_unsupported(s, &f.id));
-        }
-        if f.access.is_some() {
-            return Err(ScenarioError::new(
-                &s.source,
-                format!("flow \"{}\".access", f.id),
+    for f in &r.flows {
+        let key = |k: &str| format!("flow \"{}\".{k}", f.id);
+        let (access, balancer) = match &f.transport {
+            Transport::Udp(_) => return Err(udp_unsupported(r, &f.id)),
+            Transport::Tcp(t) => match &t.route {
+                TcpRoute::Path { access, .. } => (access.is_some(), None),
+                TcpRoute::Balancer {
+                    balancer, access, ..
+                } => (access.is_some(), Some(*balancer)),
+                TcpRoute::Handoffs(_) => (false, None),
+            },
+            Transport::Mptcp(m) => (m.proxy.is_some(), None),
+        };
+        if access {
+            return Err(err(
+                key("access"),
                 "a car (a flow with access) runs on the cars testbed (the router's proxy or load balancer; `railpath testbed run` dispatches it there), not here",
             ));
         }
-        if let Some(b) = f
-            .paths
-            .iter()
-            .find(|p| s.balancers.iter().any(|b| &b.id == *p))
+        if let Some(b) = balancer {
+            return Err(err(
+                key("paths"),
+                &format!(
+                    "{:?} is a balancer: a flow through it is a car, give it access = \"<in-car link>\"",
+                    r.balancers[b].id
+                ),
+            ));
+        }
+        if let Transport::Mptcp(m) = &f.transport {
+            if m.bloat_monitor().is_some() {
+                return Err(err(
+                    key("mechanisms"),
+                    "the bloat monitor lives in the MPTCP sender and runs in the simulator only: the kernel's MPTCP has no such mechanism",
+                ));
+            }
+        }
+        if f.tcp_config()
+            .is_some_and(|t| t.send_buffer_bytes.is_some())
         {
-            return Err(ScenarioError::new(
-                &s.source,
-                format!("flow \"{}\".paths", f.id),
-                format!("{b:?} is a balancer: a flow through it is a car, give it access = \"<in-car link>\""),
-            ));
-        }
-        if f.mechanisms.iter().any(|m| m == "bloat-monitor") {
-            return Err(ScenarioError::new(
-                &s.source,
-                format!("flow \"{}\".mechanisms", f.id),
-                "the bloat monitor lives in the MPTCP sender and runs in the simulator only: the kernel's MPTCP has no such mechanism",
-            ));
-        }
-        if s.tcp_config(i).send_buffer_bytes.is_some() {
-            return Err(ScenarioError::new(
-                &s.source,
-                format!("flow \"{}\".tcp.send_buffer_bytes", f.id),
+            return Err(err(
+                key("tcp.send_buffer_bytes"),
                 "a fixed send buffer runs in the simulator only: the testbed's hosts autotune tcp_wmem",
             ));
         }
-        if !f.handoffs.is_empty() {
-            return Err(ScenarioError::new(
-                &s.source,
-                format!("flow \"{}\".handoffs", f.id),
-                "vertical handoffs (and TCP-FS) run in the simulator only: the testbed's clients have one interface each",
-            ));
-        }
-        if f.kind == FlowKind::Tcp && f.paths.len() != 1 {
-            return Err(ScenarioError::new(
-                &s.source,
-                format!("flow \"{}\".paths", f.id),
-                "a tcp flow uses exactly one link",
-            ));
-        }
-        if f.kind == FlowKind::Mptcp {
-            let key = |k: &str| format!("flow \"{}\".{k}", f.id);
-            for (j, p) in f.paths.iter().enumerate() {
-                if f.paths[..j].contains(p) {
-                    return Err(ScenarioError::new(
-                        &s.source,
-                        key("paths"),
-                        format!("link {p:?} repeats: the kernel path manager opens one subflow per link in the testbed"),
+        let m = match &f.transport {
+            Transport::Tcp(t) => {
+                if let TcpRoute::Handoffs(_) = t.route {
+                    return Err(err(
+                        key("handoffs"),
+                        "vertical handoffs (and TCP-FS) run in the simulator only: the testbed's clients have one interface each",
                     ));
                 }
+                continue;
             }
-            for (j, c) in f.prio_changes.iter().enumerate() {
-                if c.by == PrioBy::Sender {
-                    return Err(ScenarioError::new(
-                        &s.source,
-                        key(&format!("prio_changes[{j}].by")),
-                        "the testbed sends MP_PRIO from the receiver (the router's endpoints); the server has one address for every subflow",
-                    ));
-                }
+            Transport::Mptcp(m) => m,
+            Transport::Udp(_) => continue,
+        };
+        for (j, sf) in m.subflows.iter().enumerate() {
+            if m.subflows[..j].iter().any(|o| o.path_id == sf.path_id) {
+                return Err(err(
+                    key("paths"),
+                    &format!(
+                        "link {:?} repeats: the kernel path manager opens one subflow per link in the testbed",
+                        sf.path_id
+                    ),
+                ));
             }
-            let host_wide = (
-                sorted(&f.backup_paths),
-                f.prio_changes.clone(),
-                f.stale_loss_cnt,
-            );
-            match &mptcp_host {
-                None => mptcp_host = Some((&f.id, host_wide)),
-                Some((other, h)) if *h != host_wide => {
-                    return Err(ScenarioError::new(
-                        &s.source,
-                        key("backup_paths"),
-                        format!(
-                            "backup_paths, prio_changes and stale_loss_cnt act on the whole host in the testbed: every mptcp flow must give the same as flow {other:?}"
-                        ),
-                    ))
-                }
-                _ => {}
+        }
+        for (j, c) in m.prio_changes.iter().enumerate() {
+            if c.by == PrioBy::Sender {
+                return Err(err(
+                    key(&format!("prio_changes[{j}].by")),
+                    "the testbed sends MP_PRIO from the receiver (the router's endpoints); the server has one address for every subflow",
+                ));
             }
-            let mut p: Vec<&String> = f.paths.iter().collect();
-            p.sort();
-            match &mptcp_paths {
-                None => mptcp_paths = Some((&f.id, p)),
-                Some((other, q)) if *q != p => {
-                    return Err(ScenarioError::new(
-                        &s.source,
-                        format!("flow \"{}\".paths", f.id),
-                        format!(
-                            "the kernel path manager has one endpoint set per host: every mptcp flow must use the same links as flow {other:?}"
-                        ),
-                    ))
-                }
-                _ => {}
+        }
+        let host_wide: HostWide = (
+            sorted(&m.backup_paths),
+            m.prio_changes
+                .iter()
+                .map(|c| (c.t_s, c.path.clone(), c.backup))
+                .collect(),
+            m.stale_loss_cnt,
+        );
+        match &mptcp_host {
+            None => mptcp_host = Some((&f.id, host_wide)),
+            Some((other, h)) if *h != host_wide => {
+                return Err(err(
+                    key("backup_paths"),
+                    &format!(
+                        "backup_paths, prio_changes and stale_loss_cnt act on the whole host in the testbed: every mptcp flow must give the same as flow {other:?}"
+                    ),
+                ))
             }
+            _ => {}
+        }
+        let mut p: Vec<&String> = m.subflows.iter().map(|sf| &sf.path_id).collect();
+        p.sort();
+        match &mptcp_paths {
+            None => mptcp_paths = Some((&f.id, p)),
+            Some((other, q)) if *q != p => {
+                return Err(err(
+                    key("paths"),
+                    &format!(
+                        "the kernel path manager has one endpoint set per host: every mptcp flow must use the same links as flow {other:?}"
+                    ),
+                ))
+            }
+            _ => {}
         }
     }
-    if s.flows.len() > 100 {
-        return Err(ScenarioError::new(
-            &s.source,
-            "flow",
+    if r.flows.len() > 100 {
+        return Err(err(
+            "flow".to_string(),
             "the testbed runs at most 100 flows",
         ));
     }
@@ -286,7 +278,7 @@ const APPLIED_TCP_OPTIONS: &[&str] = &["rmem_bytes", "wmem_bytes", "rto_formula_
 /// kernel's own TCP, so they are not applied (the caller warns). Compared field by field on the
 /// resolved configuration's `Debug` form, so fields added to the schema later are covered too;
 /// the settings in [`APPLIED_TCP_OPTIONS`] are left out.
-pub fn unapplied_tcp_options(s: &Scenario, i: usize) -> Vec<String> {
+pub fn unapplied_tcp_options(r: &Resolved, i: usize) -> Vec<String> {
     fn fields(dbg: &str) -> Vec<(String, String)> {
         let inner = dbg
             .split_once('{')
@@ -304,7 +296,10 @@ pub fn unapplied_tcp_options(s: &Scenario, i: usize) -> Vec<String> {
         "{:?}",
         railpath_scenario::TcpOptions::default().resolved()
     ));
-    let mine = fields(&format!("{:?}", s.tcp_config(i)));
+    let Some(tcp) = r.flows[i].tcp_config() else {
+        return Vec::new();
+    };
+    let mine = fields(&format!("{:?}", tcp));
     mine.into_iter()
         .filter(|kv| !linux.contains(kv))
         .map(|(k, v)| format!("{k} = {v}"))
@@ -504,14 +499,14 @@ impl Samples {
 }
 
 /// Run a scenario on a fresh testbed and measure it.
-pub fn run_scenario(s: &Scenario) -> Result<RunResults, TestbedError> {
-    Ok(run_scenario_with_report(s)?.0)
+pub fn run_scenario(r: &Resolved) -> Result<RunResults, TestbedError> {
+    Ok(run_scenario_with_report(r)?.0)
 }
 
 /// [`run_scenario`], also returning the emulator's own report (timing, per-direction counters,
 /// outage events) for a record of how faithful the run was.
-pub fn run_scenario_with_report(s: &Scenario) -> Result<(RunResults, EmuReport), TestbedError> {
-    run_scenario_with(s, None)
+pub fn run_scenario_with_report(r: &Resolved) -> Result<(RunResults, EmuReport), TestbedError> {
+    run_scenario_with(r, None)
 }
 
 /// Something that runs beside a testbed run, such as railpath-gateway's PHA-D controller in the
@@ -524,19 +519,26 @@ pub type Sidecar<'a> =
 
 /// [`run_scenario_with_report`] with a [`Sidecar`].
 pub fn run_scenario_with(
-    s: &Scenario,
+    s: &Resolved,
     sidecar: Option<Sidecar>,
 ) -> Result<(RunResults, EmuReport), TestbedError> {
     INTERRUPTED.store(false, Ordering::SeqCst);
     check_supported(s)?;
     if sidecar.is_none() {
-        if let Some(f) = s.flows.iter().find(|f| !f.mechanisms.is_empty()) {
+        let with = s.flows.iter().find_map(|f| {
+            let names: Vec<&str> = match &f.transport {
+                Transport::Tcp(t) => t.mechanisms.iter().map(|m| m.name()).collect(),
+                Transport::Mptcp(m) => m.mechanisms.iter().map(MptcpMechanism::name).collect(),
+                Transport::Udp(_) => Vec::new(),
+            };
+            (!names.is_empty()).then_some((f, names))
+        });
+        if let Some((f, names)) = with {
             return Err(ScenarioError::new(
                 &s.source,
                 format!("flow \"{}\".mechanisms", f.id),
                 format!(
-                    "the kernel has no {:?}: on the testbed, pha-d runs through railpath-gateway's controller (`railpath testbed run`); pha is a sender-side scheduler and exists only in the simulator",
-                    f.mechanisms
+                    "the kernel has no {names:?}: on the testbed, pha-d runs through railpath-gateway's controller (`railpath testbed run`); pha is a sender-side scheduler and exists only in the simulator"
                 ),
             )
             .into());
@@ -558,7 +560,10 @@ pub fn run_scenario_with(
         }
     }
     for (i, f) in s.flows.iter().enumerate() {
-        let (mine, all) = (s.tcp_config(i), s.tcp.resolved());
+        let Some(mine) = f.tcp_config() else {
+            continue;
+        };
+        let all = &s.tcp;
         if (mine.rmem_bytes, mine.wmem_bytes) != (all.rmem_bytes, all.wmem_bytes) {
             eprintln!(
                 "testbed: flow {:?}: rmem_bytes/wmem_bytes act on the whole host in the testbed; [tcp]'s apply",
@@ -574,7 +579,7 @@ pub fn run_scenario_with(
             );
         }
     }
-    let spec = TestbedSpec::from_scenario(s)?;
+    let spec = TestbedSpec::from_resolved(s)?;
     let bin = spec.emu.bin;
     let duration = Duration::from_nanos(Time::from_secs_f64(s.run.duration_s).ns());
     let nbins = ((s.run.duration_s * 1000.0 / s.run.bin_ms).round() as usize).max(1);
@@ -583,8 +588,8 @@ pub fn run_scenario_with(
     let used: Vec<&String> = s
         .flows
         .iter()
-        .filter(|f| f.kind == FlowKind::Mptcp)
-        .flat_map(|f| f.paths.iter())
+        .filter_map(|f| f.mptcp())
+        .flat_map(|m| m.subflows.iter().map(|sf| &sf.path_id))
         .collect();
     for l in tb.link_ids().to_vec() {
         if !used.contains(&&l) {
@@ -598,7 +603,7 @@ pub fn run_scenario_with(
     }
     // The kernel's buffer autotuning limits: the scenario's `[tcp]` rmem_bytes / wmem_bytes
     // (by default Linux 6.18's) on both hosts, whatever this machine's defaults are.
-    let t = s.tcp.resolved();
+    let t = &s.tcp;
     let triple = |v: [u64; 3]| format!("{} {} {}", v[0], v[1], v[2]);
     for ns in [tb.router_ns(), tb.server_ns()] {
         tb.sysctl(ns, "net.ipv4.tcp_rmem", &triple(t.rmem_bytes))?;
@@ -606,7 +611,7 @@ pub fn run_scenario_with(
     }
     // Host-wide MPTCP settings (check_supported made every mptcp flow agree on them).
     let mut prio_script: Vec<(Duration, String, bool)> = Vec::new();
-    if let Some(f) = s.flows.iter().find(|f| f.kind == FlowKind::Mptcp) {
+    if let Some(f) = s.flows.iter().find_map(|f| f.mptcp()) {
         for l in &f.backup_paths {
             let id = tb.endpoint_id(l)?.to_string();
             tb.exec(
@@ -626,11 +631,13 @@ pub fn run_scenario_with(
         }
         prio_script.sort_by_key(|p| p.0);
     }
-    for f in s.flows.iter().filter(|f| f.kind == FlowKind::Mptcp) {
-        if let Some(sch) = f.scheduler.as_deref().filter(|x| *x != "linux-default") {
+    for f in &s.flows {
+        let Some(m) = f.mptcp() else { continue };
+        if m.scheduler != railpath_scenario::SchedulerKind::LinuxDefault {
             eprintln!(
-                "testbed: flow {:?}: scheduler {sch:?} is not in upstream Linux; the kernel's default scheduler runs",
-                f.id
+                "testbed: flow {:?}: scheduler {:?} is not in upstream Linux; the kernel's default scheduler runs",
+                f.id,
+                m.scheduler.as_str()
             );
         }
     }
@@ -639,21 +646,35 @@ pub fn run_scenario_with(
         .iter()
         .enumerate()
         .map(|(i, f)| {
+            let start = Duration::from_nanos(Time::from_secs_f64(f.start_s).ns());
+            // check_supported refused every other kind and route.
+            let (bytes, first, mptcp) = match &f.transport {
+                Transport::Tcp(t) => match t.route {
+                    TcpRoute::Path { path, .. } => (t.bytes, path, None),
+                    _ => {
+                        return Err(TestbedError::Other(format!(
+                            "flow {:?}: not a plain tcp flow",
+                            f.id
+                        )))
+                    }
+                },
+                Transport::Mptcp(m) => (m.bytes, m.subflows[0].path, Some(m)),
+                Transport::Udp(_) => return Err(udp_unsupported(s, &f.id).into()),
+            };
+            let railpath_scenario::PathTarget::Link(first) = first else {
+                return Err(TestbedError::Other(format!("flow {:?}: over a bond", f.id)));
+            };
+            let mss = f.tcp_config().map_or(1, |t| t.mss_bytes);
+            let bytes_of = |n: u32| n as usize * mss as usize;
             Ok(FlowPlan {
                 kernel_cc: ccs[i].0.clone(),
                 port: BASE_PORT + i as u16,
-                start: Duration::from_nanos(Time::from_secs_f64(f.start_s).ns()),
-                bytes: f.bytes,
-                mptcp: f.kind == FlowKind::Mptcp,
-                bind: tb.router_addr(&f.paths[0])?,
-                rcvbuf: f
-                    .receive_buffer_packets
-                    .filter(|_| f.kind == FlowKind::Mptcp)
-                    .map(|n| n as usize * s.tcp_config(i).mss_bytes as usize),
-                sndbuf: f
-                    .send_buffer_packets
-                    .filter(|_| f.kind == FlowKind::Mptcp)
-                    .map(|n| n as usize * s.tcp_config(i).mss_bytes as usize),
+                start,
+                bytes,
+                mptcp: mptcp.is_some(),
+                bind: tb.router_addr(s.links[first].id())?,
+                rcvbuf: mptcp.and_then(|m| m.receive_buffer_packets).map(bytes_of),
+                sndbuf: mptcp.and_then(|m| m.send_buffer_packets).map(bytes_of),
             })
         })
         .collect::<Result<_, TestbedError>>()?;
@@ -733,8 +754,9 @@ pub fn run_scenario_with(
                     break;
                 }
                 let flag = if *backup { "backup" } else { "nobackup" };
-                let r =
-                    crate::netns::ip(["-n", &rtr, "mptcp", "endpoint", "change", "id", id, flag]);
+                let r = railpath_linkem::netns::ip([
+                    "-n", &rtr, "mptcp", "endpoint", "change", "id", id, flag,
+                ]);
                 match r {
                     Ok(()) => eprintln!(
                         "testbed: t = {:.3} s: endpoint {id} {flag}",
@@ -800,7 +822,7 @@ pub fn run_scenario_with(
             eprintln!("testbed: flow {:?}: {e}", f.id);
         }
     }
-    let handovers = crate::config::links_and_handovers(s)?.1;
+    let handovers = railpath_linkem::config::links_and_handovers(s)?.1;
     let mut results = assemble(s, &ccs, &plans, &client_results, &samples, &report, nbins);
     results.summary.handovers = handovers
         .into_iter()
@@ -942,7 +964,7 @@ pub fn around_outages(goodput: &[f64], bin_s: f64, starts: &[f64]) -> Option<f64
 }
 
 fn assemble(
-    s: &Scenario,
+    s: &Resolved,
     ccs: &[(String, String)],
     plans: &[FlowPlan],
     clients: &[ClientResult],
@@ -974,19 +996,23 @@ fn assemble(
             .filter_map(|t| t.total_rto)
             .map(u64::from)
             .sum();
+        // The flow's links, by id (a tcp flow's one, an mptcp flow's one per subflow).
+        let link_ids: Vec<&str> = s.flow_links(f).iter().map(|&l| s.links[l].id()).collect();
         let outage_starts: Vec<f64> = rep
             .events
             .iter()
             .filter(|e| {
-                matches!(e.kind, LinkEventKind::OutageStart { .. }) && f.paths.contains(&e.link)
+                matches!(e.kind, LinkEventKind::OutageStart { .. })
+                    && link_ids.contains(&e.link.as_str())
             })
             .map(|e| e.t.secs_f64())
             .collect();
         let subflows = plans[i].mptcp.then(|| {
-            f.paths
+            link_ids
                 .iter()
-                .map(|l| {
-                    let ps: Vec<_> = paths.iter().filter(|p| &p.link == l).collect();
+                .map(|&l| {
+                    let l = l.to_string();
+                    let ps: Vec<_> = paths.iter().filter(|p| p.link == l).collect();
                     SubflowSummary {
                         id: l.clone(),
                         link: l.clone(),
@@ -1000,7 +1026,7 @@ fn assemble(
         });
         flows.push(FlowSummary {
             id: f.id.clone(),
-            kind: f.kind.as_str().to_string(),
+            kind: f.transport.kind_name().to_string(),
             cc: ccs[i].1.clone(),
             scheduler: plans[i].mptcp.then(|| "linux-default".to_string()),
             mechanisms: Vec::new(),
@@ -1036,9 +1062,10 @@ fn assemble(
             values: fit(gp, nbins, 0.0),
         });
         if plans[i].mptcp {
-            for l in &f.paths {
+            for &l in &link_ids {
+                let l = l.to_string();
                 let mut v = vec![0.0; nbins];
-                for p in paths.iter().filter(|p| &p.link == l) {
+                for p in paths.iter().filter(|p| p.link == l) {
                     for (k, b) in p.delivered_bytes_per_bin.iter().enumerate().take(nbins) {
                         v[k] += *b as f64 * 8.0 / bin_s;
                     }
@@ -1133,7 +1160,7 @@ pub fn link_series(rep: &EmuReport, nbins: usize) -> Vec<Series> {
 mod tests {
     use super::*;
 
-    fn scenario(flows: &str) -> Scenario {
+    fn scenario(flows: &str) -> railpath_scenario::Scenario {
         railpath_scenario::parse_str(
             &format!(
                 "[run]\nduration_s = 1\n[[link]]\nid = \"a\"\nrate_mbps = 10\n[[link]]\nid = \"b\"\nrate_mbps = 10\n{flows}"
@@ -1147,29 +1174,34 @@ mod tests {
     fn cc_mapping() {
         let s =
             scenario("[[flow]]\nid = \"x\"\nkind = \"tcp\"\ncc = \"newreno\"\npaths = [\"a\"]\n");
-        assert_eq!(kernel_cc(&s, 0).unwrap(), ("reno".into(), "newreno".into()));
+        let r = s.validate().unwrap();
+        assert_eq!(kernel_cc(&r, 0).unwrap(), ("reno".into(), "newreno".into()));
         let mut s2 = s.clone();
-        s2.flows[0].cc = "vegas".into();
-        assert_eq!(kernel_cc(&s2, 0).unwrap_err().key, "flow \"x\".cc");
-        s2.flows[0].kind = FlowKind::Mptcp;
+        s2.flows[0].kind = railpath_scenario::FlowKind::Mptcp;
         s2.flows[0].cc = "uncoupled-bbr".into();
-        assert_eq!(kernel_cc(&s2, 0).unwrap().0, "bbr");
+        assert_eq!(kernel_cc(&s2.validate().unwrap(), 0).unwrap().0, "bbr");
         s2.flows[0].cc = "lia".into();
         assert_eq!(
-            kernel_cc(&s2, 0).unwrap(),
+            kernel_cc(&s2.validate().unwrap(), 0).unwrap(),
             ("cubic".into(), "uncoupled-cubic".into())
         );
     }
 
     #[test]
     fn mechanisms_need_a_sidecar() {
-        // Refused before any namespace is made (no root needed to see the error).
-        let mut s =
-            scenario("[[flow]]\nid = \"x\"\nkind = \"tcp\"\ncc = \"cubic\"\npaths = [\"a\"]\n");
+        // Refused before any namespace is made (no root needed to see the error): PHA-D on the
+        // PHA paper's geometry, with a table learned from one run.
+        let mut s = railpath_scenario::parse_str(
+            include_str!("../../../scenarios/pha/mptcp.toml"),
+            "mptcp.toml",
+        )
+        .unwrap();
         s.flows[0].mechanisms = vec!["pha-d".into()];
-        match run_scenario(&s) {
+        s.flows[0].handover_table_learn_runs = Some(1);
+        let id = s.flows[0].id.clone();
+        match run_scenario(&s.validate().unwrap()) {
             Err(TestbedError::Scenario(e)) => {
-                assert_eq!(e.key, "flow \"x\".mechanisms");
+                assert_eq!(e.key, format!("flow \"{id}\".mechanisms"));
                 assert!(e.message.contains("railpath-gateway"), "{}", e.message);
             }
             other => panic!("expected a scenario error, got {other:?}"),
@@ -1182,7 +1214,7 @@ mod tests {
             "[[flow]]\nid = \"x\"\nkind = \"tcp\"\ncc = \"cubic\"\npaths = [\"a\"]\n\
              [[flow]]\nid = \"u\"\nkind = \"udp\"\npaths = [\"a\"]\nudp = { process = \"cbr\", mean_mbps = 2 }\n",
         );
-        s.validate().unwrap();
+        let s = s.validate().unwrap();
         let e = check_supported(&s).unwrap_err();
         assert_eq!(e.key, "flow \"u\".kind");
         assert!(e.message.contains("simulator only"), "{}", e.message);
@@ -1199,66 +1231,65 @@ mod tests {
         let mut s = scenario(
             "[[flow]]\nid = \"x\"\nkind = \"tcp\"\ncc = \"cubic\"\npaths = [\"a\"]\n[[flow]]\nid = \"y\"\nkind = \"tcp\"\ncc = \"cubic\"\npaths = [\"a\"]\n",
         );
-        s.flows[0].kind = FlowKind::Mptcp;
+        let check = |s: &railpath_scenario::Scenario| check_supported(&s.validate().unwrap());
+        for f in &mut s.flows {
+            f.kind = railpath_scenario::FlowKind::Mptcp;
+            f.cc = "lia".into();
+        }
         s.flows[0].paths = vec!["a".into(), "b".into()];
-        s.flows[1].kind = FlowKind::Mptcp;
         s.flows[1].paths = vec!["b".into(), "a".into()];
-        assert!(check_supported(&s).is_ok());
+        assert!(check(&s).is_ok());
         s.flows[1].paths = vec!["a".into()];
-        assert_eq!(check_supported(&s).unwrap_err().key, "flow \"y\".paths");
+        assert_eq!(check(&s).unwrap_err().key, "flow \"y\".paths");
         // Host-wide settings must agree too.
         s.flows[1].paths = vec!["a".into(), "b".into()];
         s.flows[1].backup_paths = vec!["b".into()];
-        assert_eq!(
-            check_supported(&s).unwrap_err().key,
-            "flow \"y\".backup_paths"
-        );
+        assert_eq!(check(&s).unwrap_err().key, "flow \"y\".backup_paths");
         s.flows[0].backup_paths = vec!["b".into()];
-        assert!(check_supported(&s).is_ok());
+        assert!(check(&s).is_ok());
     }
 
     #[test]
     fn unsupported_mptcp_features_name_their_key() {
         let mut s =
             scenario("[[flow]]\nid = \"x\"\nkind = \"tcp\"\ncc = \"cubic\"\npaths = [\"a\"]\n");
-        s.flows[0].kind = FlowKind::Mptcp;
+        let check = |s: &railpath_scenario::Scenario| check_supported(&s.validate().unwrap());
+        s.flows[0].kind = railpath_scenario::FlowKind::Mptcp;
+        s.flows[0].cc = "lia".into();
         s.flows[0].paths = vec!["a".into(), "b".into(), "a".into()];
-        assert_eq!(check_supported(&s).unwrap_err().key, "flow \"x\".paths");
+        assert_eq!(check(&s).unwrap_err().key, "flow \"x\".paths");
         s.flows[0].paths = vec!["a".into(), "b".into()];
         s.flows[0].prio_changes = vec![
-            PrioChange {
-                t_s: 1.0,
+            railpath_scenario::PrioChange {
+                t_s: 0.5,
                 path: "b".into(),
                 backup: true,
                 by: PrioBy::Receiver,
             },
-            PrioChange {
-                t_s: 2.0,
+            railpath_scenario::PrioChange {
+                t_s: 0.8,
                 path: "b".into(),
                 backup: false,
                 by: PrioBy::Sender,
             },
         ];
-        assert_eq!(
-            check_supported(&s).unwrap_err().key,
-            "flow \"x\".prio_changes[1].by"
-        );
+        assert_eq!(check(&s).unwrap_err().key, "flow \"x\".prio_changes[1].by");
         s.flows[0].prio_changes.pop();
-        assert!(check_supported(&s).is_ok());
+        assert!(check(&s).is_ok());
     }
 
     #[test]
     fn non_linux_tcp_options_are_listed() {
         let mut s =
             scenario("[[flow]]\nid = \"x\"\nkind = \"tcp\"\ncc = \"cubic\"\npaths = [\"a\"]\n");
-        assert!(unapplied_tcp_options(&s, 0).is_empty());
+        assert!(unapplied_tcp_options(&s.validate().unwrap(), 0).is_empty());
         // Setting a Linux default explicitly is fine; other values are listed.
         s.tcp.min_rto_ms = Some(200.0);
         s.tcp.initial_window = Some(4);
         s.tcp.sack = Some(false);
         // Buffer limits are applied to the kernel, not listed.
         s.tcp.rmem_bytes = Some([4096, 87380, 6291456]);
-        let d = unapplied_tcp_options(&s, 0);
+        let d = unapplied_tcp_options(&s.validate().unwrap(), 0);
         assert_eq!(
             d,
             vec!["initial_window = 4".to_string(), "sack = false".to_string()]

@@ -5,7 +5,7 @@
 //! does (8.60). Root and /dev/net/tun needed; skips loudly otherwise.
 
 use railpath_linkem::check_environment;
-use railpath_linkem::run::run_scenario_with_report;
+use railpath_testbed::plain::run_scenario_with_report;
 
 const RENO: &str = r#"
 [run]
@@ -35,8 +35,8 @@ fn reno_sawtooth_fills_the_emulated_queue() {
     }
     let s = railpath_scenario::parse_str(RENO, "reno-sawtooth.toml").unwrap();
     s.validate().unwrap();
-    let sim = railpath_sim::run(&s).unwrap();
-    let (tb, report) = run_scenario_with_report(&s).expect("testbed run");
+    let sim = railpath_sim::run(&s.validate().unwrap()).unwrap();
+    let (tb, report) = run_scenario_with_report(&s.validate().unwrap()).expect("testbed run");
     let (gs, gt) = (
         sim.summary.flows[0].goodput_bps,
         tb.summary.flows[0].goodput_bps,

@@ -16,16 +16,15 @@
 //!   one `rtt_ms` before a zone's predicted end, and goes backup `lead_time_ms` before it;
 //! - tick 10 ms, no adaptive lead (the simulator's rule has none).
 
-use crate::CliError;
+use crate::plain::Sidecar;
 use railpath_core::Time;
 use railpath_gateway::config::Config;
 use railpath_gateway::controller::Controller;
 use railpath_gateway::metrics::Metrics;
 use railpath_gateway::position::{PositionSource, PositionState};
-use railpath_linkem::run::Sidecar;
 use railpath_linkem::{Testbed, TestbedError};
 use railpath_radio::track::Motion;
-use railpath_scenario::{FlowKind, Scenario, ScenarioError};
+use railpath_scenario::{MptcpMechanism, Resolved, ScenarioError, TcpMechanism, Transport};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
@@ -33,7 +32,7 @@ use std::sync::{Arc, Mutex};
 /// A testbed run's PHA-D: the scenario the testbed runs and the controller beside it.
 pub struct Phad {
     /// The scenario without its flows' `mechanisms` (the controller is the mechanism).
-    pub scenario: Scenario,
+    pub scenario: Resolved,
     dir: PathBuf,
     table: PathBuf,
     lead_ms: f64,
@@ -55,32 +54,45 @@ pub struct CarrierFlips {
 
 /// The PHA-D of scenario `s`, if one of its flows asks for it; `dir` receives the table, the
 /// feed and the controller's configuration. Errors name the scenario key.
-pub fn prepare(s: &Scenario, dir: &Path) -> Result<Option<Phad>, CliError> {
-    let err = |key: String, msg: &str| {
-        CliError::Input(ScenarioError::new(&s.source, key, msg).to_string())
+pub fn prepare(s: &Resolved, dir: &Path) -> Result<Option<Phad>, TestbedError> {
+    let err =
+        |key: String, msg: &str| TestbedError::Scenario(ScenarioError::new(&s.source, key, msg));
+    let failed = |m: String| TestbedError::Other(m);
+    let not_here = |name: &str| {
+        format!("{name:?} is not on the real kernel: the testbed runs pha-d, through railpath-gateway's controller (pha is a sender-side scheduler, simulator only)")
     };
     let mut with: Option<usize> = None;
     for (i, f) in s.flows.iter().enumerate() {
-        for m in &f.mechanisms {
-            let key = format!("flow \"{}\".mechanisms", f.id);
-            match m.as_str() {
-                "pha-d" if f.kind == FlowKind::Mptcp => {}
-                "pha-d" => return Err(err(key, "pha-d acts on an mptcp flow")),
-                other => {
-                    return Err(err(
-                        key,
-                        &format!("{other:?} is not on the real kernel: the testbed runs pha-d, through railpath-gateway's controller (pha is a sender-side scheduler, simulator only)"),
-                    ))
+        let key = format!("flow \"{}\".mechanisms", f.id);
+        let m = match &f.transport {
+            Transport::Mptcp(m) => m,
+            Transport::Tcp(t) => match t.mechanisms.first() {
+                Some(TcpMechanism::TcpFs(_)) => return Err(err(key, &not_here("tcp-fs"))),
+                None => continue,
+            },
+            Transport::Udp(_) => continue,
+        };
+        for x in &m.mechanisms {
+            match x {
+                MptcpMechanism::PhaD { .. } => {}
+                MptcpMechanism::Pha(_) | MptcpMechanism::BloatMonitor(_) => {
+                    return Err(err(key, &not_here(x.name())))
                 }
             }
         }
-        if f.mechanisms.is_empty() {
+        if m.mechanisms.is_empty() {
             continue;
         }
         if let Some(j) = with {
-            if s.flows[j].paths != f.paths {
+            let paths = |i: usize| -> Vec<&str> {
+                s.flows[i]
+                    .mptcp()
+                    .map(|m| m.subflows.iter().map(|sf| sf.path_id.as_str()).collect())
+                    .unwrap_or_default()
+            };
+            if paths(j) != paths(i) {
                 return Err(err(
-                    format!("flow \"{}\".mechanisms", f.id),
+                    key,
                     "the controller flips the router's endpoints for every MPTCP connection: pha-d flows must share their paths",
                 ));
             }
@@ -92,7 +104,10 @@ pub fn prepare(s: &Scenario, dir: &Path) -> Result<Option<Phad>, CliError> {
         return Ok(None);
     };
     let f = &s.flows[fi];
-    let train = s.train.as_ref().ok_or_else(|| {
+    let spec = f
+        .mptcp()
+        .ok_or_else(|| failed(format!("flow {:?} is not an mptcp flow", f.id)))?;
+    let radio = s.radio.as_ref().ok_or_else(|| {
         err(
             format!("flow \"{}\".mechanisms", f.id),
             "pha-d needs the train radio model ([train] and [[carrier]])",
@@ -101,7 +116,7 @@ pub fn prepare(s: &Scenario, dir: &Path) -> Result<Option<Phad>, CliError> {
     if let Some(g) = s
         .flows
         .iter()
-        .find(|g| g.kind == FlowKind::Mptcp && g.mechanisms.is_empty())
+        .find(|g| g.mptcp().is_some_and(|m| m.mechanisms.is_empty()))
     {
         return Err(err(
             format!("flow \"{}\".mechanisms", g.id),
@@ -109,37 +124,41 @@ pub fn prepare(s: &Scenario, dir: &Path) -> Result<Option<Phad>, CliError> {
         ));
     }
     let end = Time::from_secs_f64(s.run.duration_s);
-    let table = railpath_sim::mechanisms::pha::table_for(s, f, end).map_err(CliError::Input)?;
+    let table = railpath_sim::mechanisms::pha::table_of(s, fi, end).map_err(failed)?;
     std::fs::create_dir_all(dir)
-        .map_err(|e| CliError::Failed(format!("cannot create {}: {e}", dir.display())))?;
+        .map_err(|e| failed(format!("cannot create {}: {e}", dir.display())))?;
     let table_path = dir.join("handover-table.json");
-    table
-        .save(&table_path)
-        .map_err(|e| CliError::Failed(e.to_string()))?;
-    let (lead, back) = railpath_sim::mechanisms::pha::phad_lead_back(s, f);
+    table.save(&table_path).map_err(|e| failed(e.to_string()))?;
+    let (lead, back) = railpath_sim::mechanisms::pha::phad_lead_back(s, spec);
     let mut carriers = Vec::new();
-    for p in &f.paths {
-        let c = s
-            .links
-            .iter()
-            .find(|l| &l.id == p)
-            .and_then(|l| l.carrier.clone())
-            .ok_or_else(|| {
-                err(
-                    format!("flow \"{}\".paths", f.id),
-                    &format!("pha-d needs every path on a carrier; link {p:?} has none"),
-                )
-            })?;
-        carriers.push((c, p.clone()));
+    for sf in &spec.subflows {
+        let c = sf.carrier.ok_or_else(|| {
+            err(
+                format!("flow \"{}\".paths", f.id),
+                &format!(
+                    "pha-d needs every path on a carrier; link {:?} has none",
+                    sf.path_id
+                ),
+            )
+        })?;
+        carriers.push((radio.carriers[c].id.clone(), sf.path_id.clone()));
     }
     let mut scenario = s.clone();
     for g in &mut scenario.flows {
-        g.mechanisms.clear();
+        if let Transport::Mptcp(m) = &mut g.transport {
+            m.mechanisms.clear();
+        }
     }
-    let motion = Motion::new(train);
+    let motion = Motion::new(&radio.train);
+    let offset_m = spec
+        .handover_aware()
+        .and_then(|m| m.aware())
+        .map_or(0.0, |a| {
+            railpath_sim::mechanisms::pha::gps_offset(s.run.seed, &f.id, a)
+        });
     Ok(Some(Phad {
         feed: Feed {
-            offset_m: railpath_sim::mechanisms::pha::gps_offset(s, f),
+            offset_m,
             sample: motion.sample_period(),
             motion,
             end,
@@ -331,7 +350,7 @@ impl Phad {
 /// for `pha-d` (its table, feed and configuration under `work`); the results and the
 /// controller's flips (empty without PHA-D).
 pub fn run(
-    s: &Scenario,
+    s: &Resolved,
     work: &Path,
 ) -> Result<
     (
@@ -339,22 +358,17 @@ pub fn run(
         railpath_linkem::EmuReport,
         Vec<CarrierFlips>,
     ),
-    CliError,
+    TestbedError,
 > {
-    let cli = |e: TestbedError| match e {
-        TestbedError::Scenario(e) => CliError::Input(e.to_string()),
-        other => CliError::Failed(format!("testbed: {other}")),
-    };
     match prepare(s, work)? {
         None => {
-            let (r, rep) = railpath_linkem::run::run_scenario_with(s, None).map_err(cli)?;
+            let (r, rep) = crate::plain::run_scenario_with(s, None)?;
             Ok((r, rep, Vec::new()))
         }
         Some(p) => {
             let start = |tb: &Testbed| p.start(tb);
             let side: Sidecar = &start;
-            let (r, rep) =
-                railpath_linkem::run::run_scenario_with(&p.scenario, Some(side)).map_err(cli)?;
+            let (r, rep) = crate::plain::run_scenario_with(&p.scenario, Some(side))?;
             Ok((r, rep, p.flips()))
         }
     }
@@ -364,7 +378,7 @@ pub fn run(
 mod tests {
     use super::*;
 
-    fn scenario(mechanisms: &str, extra_flow: &str) -> Scenario {
+    fn scenario(mechanisms: &str, extra_flow: &str) -> Resolved {
         let text = format!(
             "[run]\nduration_s = 2\nseed = 3\n[train]\nspeed_kmh = 360\n\
              [[carrier]]\nid = \"A\"\nrate_mbps = 25\nenb_spacing_m = 1340\nenb_offset_m = 300\n\
@@ -372,7 +386,10 @@ mod tests {
              [[flow]]\nid = \"m\"\nkind = \"mptcp\"\ncc = \"uncoupled-cubic\"\nscheduler = \"linux-default\"\npaths = [\"a\"]\n\
              mechanisms = {mechanisms}\nhandover_table_learn_runs = 2\ngps_error_m = 20\n{extra_flow}"
         );
-        railpath_scenario::parse_str(&text, "t.toml").expect("scenario parses")
+        railpath_scenario::parse_str(&text, "t.toml")
+            .expect("scenario parses")
+            .validate()
+            .expect("valid")
     }
 
     fn dir(name: &str) -> PathBuf {
@@ -386,7 +403,7 @@ mod tests {
             .unwrap()
             .expect("pha-d asked for");
         // The controller runs the plain scenario; its table was written.
-        assert!(p.scenario.flows[0].mechanisms.is_empty());
+        assert!(p.scenario.flows[0].mptcp().unwrap().mechanisms.is_empty());
         assert!(d.join("handover-table.json").exists());
         let offset = p.feed.offset_m;
         assert!(offset.abs() <= 20.0, "{offset}");
@@ -410,9 +427,10 @@ mod tests {
         assert!((rows[100][2] - 100.0).abs() < 1e-9);
         // The same offset as the simulator draws for this seed and flow.
         let s = scenario("[\"pha-d\"]", "");
+        let aware = s.flows[0].mptcp().unwrap().mechanisms[0].aware().unwrap();
         assert_eq!(
             offset,
-            railpath_sim::mechanisms::pha::gps_offset(&s, &s.flows[0])
+            railpath_sim::mechanisms::pha::gps_offset(s.run.seed, &s.flows[0].id, aware)
         );
         let _ = std::fs::remove_dir_all(d);
     }

@@ -28,7 +28,7 @@
 //! bit-identical for a scenario and seed. Events: one `Timer` per packet sent; OFF periods cost
 //! no event (the source jumps to the next ON period's first packet).
 
-use crate::flow::{arm, take_wake};
+use super::common::{arm, take_wake, FlowOps};
 use crate::net::packet::{Kind, Packet};
 use crate::net::{Net, Side};
 use crate::results::{AvgMax, FlowSummary, Series, UdpStats};
@@ -174,26 +174,26 @@ pub(crate) struct UdpFlow {
 }
 
 impl UdpFlow {
-    #[allow(clippy::too_many_arguments)]
+    /// Flow `idx` sending `source`'s packets on `route` (which crosses `dirs`) from `start`
+    /// until `stop`.
     pub fn new(
         idx: u32,
-        f: &railpath_scenario::Flow,
-        cfg: UdpConfig,
-        route: u32,
-        dirs: Vec<u32>,
-        stop: Time,
+        id: &str,
+        source: UdpConfig,
+        (route, dirs): (u32, Vec<u32>),
+        (start, stop): (Time, Time),
         seed: u64,
         nbins: usize,
     ) -> UdpFlow {
         UdpFlow {
             idx,
-            id: f.id.clone(),
-            cfg,
+            id: id.to_string(),
+            cfg: source,
             route,
             dirs,
-            start: Time::from_secs_f64(f.start_s),
+            start,
             stop,
-            source: Source::new(&cfg, Rng::stream(seed, &format!("udp/{}", f.id))),
+            source: Source::new(&source, Rng::stream(seed, &format!("udp/{id}"))),
             armed: None,
             sent_packets: 0,
             delivered_packets: 0,
@@ -207,17 +207,33 @@ impl UdpFlow {
         }
     }
 
-    pub fn start(&mut self, net: &mut Net) {
-        self.source.begin(net.now());
-        self.schedule(net);
-    }
-
     fn schedule(&mut self, net: &mut Net) {
         let t = self.source.next_send(self.stop);
         arm(net, &mut self.armed, t, self.idx, 0, Side::Sender);
     }
+}
 
-    pub fn on_timer(&mut self, net: &mut Net) {
+impl FlowOps for UdpFlow {
+    fn start(&mut self, net: &mut Net) {
+        self.source.begin(net.now());
+        self.schedule(net);
+    }
+
+    /// A datagram reached the sink.
+    fn on_packet(&mut self, _sub: u16, side: Side, p: &Packet, net: &mut Net) {
+        let now = net.now();
+        if side != Side::Receiver {
+            return;
+        }
+        self.delivered_packets += 1;
+        self.delivered_bytes += u64::from(p.len);
+        self.bin_delivered += u64::from(p.len);
+        let d = now.saturating_sub(p.ts);
+        self.delay_sum += d;
+        self.delay_max = self.delay_max.max(d);
+    }
+
+    fn on_timer(&mut self, _sub: u16, _side: u8, net: &mut Net) {
         let now = net.now();
         if !take_wake(&mut self.armed, now) {
             return;
@@ -240,20 +256,10 @@ impl UdpFlow {
         self.schedule(net);
     }
 
-    /// A datagram reached the sink.
-    pub fn on_packet(&mut self, side: Side, p: &Packet, now: Time) {
-        if side != Side::Receiver {
-            return;
-        }
-        self.delivered_packets += 1;
-        self.delivered_bytes += u64::from(p.len);
-        self.bin_delivered += u64::from(p.len);
-        let d = now.saturating_sub(p.ts);
-        self.delay_sum += d;
-        self.delay_max = self.delay_max.max(d);
-    }
+    /// A udp flow schedules no control events.
+    fn control(&mut self, _idx: u32, _net: &mut Net) {}
 
-    pub fn sample(&mut self, width: Time) {
+    fn sample(&mut self, width: Time) {
         let w = width.secs_f64();
         let rate = |bytes: u64| if w > 0.0 { bytes as f64 * 8.0 / w } else { 0.0 };
         self.goodput_bps.push(rate(self.bin_delivered));
@@ -262,7 +268,7 @@ impl UdpFlow {
         self.bin_sent = 0;
     }
 
-    pub fn summarize(&self, end: Time, net: &Net) -> (FlowSummary, Vec<Series>) {
+    fn summarize(&self, end: Time, net: &Net) -> (FlowSummary, Vec<Series>) {
         let active = self.stop.min(end).saturating_sub(self.start).secs_f64();
         let per_s = |x: f64| if active > 0.0 { x / active } else { 0.0 };
         let in_flight = self

@@ -12,7 +12,7 @@
 //! - Server: one sender per car on 10.201.0.1, port 5201 + flow index, writing for the whole run
 //!   (a new connection is served the same way); MPTCP listener for a proxied car unless
 //!   `proxy.server_mptcp = false`, plain TCP otherwise. Congestion control: the flow's `cc` as
-//!   `railpath_linkem::run::kernel_cc` maps it (upstream Linux has no coupled MPTCP cc).
+//!   `crate::plain::kernel_cc` maps it (upstream Linux has no coupled MPTCP cc).
 //! - Client: connects at `start_s`, reads and counts bytes per bin until the end; a connection
 //!   that breaks is opened again at once and the count goes on. TCP keepalive every 1 s: the
 //!   passenger's application notices a dead connection within a second, as an app's own timeout
@@ -39,12 +39,12 @@
 //!   would see the server's reset. `keep-address` (a tunnel keeping the car's address across
 //!   carriers) is not built here: refused with the key named.
 
-use crate::CliError;
+use crate::plain::{around_outages, kernel_cc, link_series, link_summaries, BASE_PORT};
 use railpath_core::Time;
-use railpath_linkem::run::{around_outages, kernel_cc, link_series, link_summaries, BASE_PORT};
 use railpath_linkem::{EmuReport, LinkConfig, LinkEventKind, Testbed, TestbedError, TestbedSpec};
 use railpath_scenario::{
-    assign, BalancePolicy, Failover, FlowKind, LinkLoad, ProxyOptions, Scenario, ScenarioError,
+    assign, BalancePolicy, Failover, FlowSpec, LinkLoad, ProxyOptions, Resolved, ScenarioError,
+    TcpRoute, Transport,
 };
 use railpath_sim::results::{FlowSummary, RunResults, Series, SubflowSummary, Summary};
 use serde::Serialize;
@@ -67,9 +67,21 @@ const PROBE_MS: f64 = 100.0;
 /// The nftables table the router's rules live in.
 const NFT_TABLE: &str = "railpath_cars";
 
-/// Whether `s` is a scenario of cars (some flow has `access`): [`run`] runs it.
-pub fn has_cars(s: &Scenario) -> bool {
-    s.flows.iter().any(|f| f.access.is_some())
+/// Whether `r` is a scenario of cars (some flow has an in-car link): [`run`] runs it.
+pub fn has_cars(r: &Resolved) -> bool {
+    r.flows.iter().any(|f| access_of(f).is_some())
+}
+
+/// A flow's in-car link (`access`), if it has one.
+fn access_of(f: &FlowSpec) -> Option<usize> {
+    match &f.transport {
+        Transport::Tcp(t) => match &t.route {
+            TcpRoute::Path { access, .. } | TcpRoute::Balancer { access, .. } => *access,
+            TcpRoute::Handoffs(_) => None,
+        },
+        Transport::Mptcp(m) => m.proxy.as_ref().map(|p| p.access),
+        Transport::Udp(_) => None,
+    }
 }
 
 /// How a car reaches the ground.
@@ -85,6 +97,12 @@ struct Car {
     /// Flow index (= client namespace index).
     i: usize,
     id: String,
+    kind: &'static str,
+    /// The in-car link's id.
+    access: String,
+    /// The carriers its data may take: an mptcp car's paths, in order, or its balancer's links.
+    paths: Vec<String>,
+    start_s: f64,
     via: Via,
     server_cc: String,
     summary_cc: String,
@@ -139,185 +157,170 @@ pub struct CarsRun {
     pub note: String,
 }
 
-fn input(s: &Scenario, key: impl Into<String>, msg: impl Into<String>) -> CliError {
-    CliError::Input(ScenarioError::new(&s.source, key, msg).to_string())
+fn input(r: &Resolved, key: impl Into<String>, msg: impl Into<String>) -> TestbedError {
+    TestbedError::Scenario(ScenarioError::new(&r.source, key, msg))
 }
 
-fn tb_err(e: TestbedError) -> CliError {
-    match e {
-        TestbedError::Scenario(e) => CliError::Input(e.to_string()),
-        other => CliError::Failed(format!("testbed: {other}")),
-    }
+fn failed(msg: String) -> TestbedError {
+    TestbedError::Other(msg)
 }
 
 /// The scenario's carriers, as indices into `s.links`: the links no flow has as `access` that
 /// some car uses (an mptcp car's paths, the links of a balancer a car goes through). A link no
 /// car uses is not built (a scenario cut to its first cars keeps the other cars' links).
-fn carriers(s: &Scenario) -> Vec<usize> {
-    let used = |id: &str| {
-        s.flows.iter().any(|f| {
-            f.paths.iter().any(|p| {
-                p == id
-                    || s.balancers
-                        .iter()
-                        .any(|b| &b.id == p && b.links.iter().any(|l| l == id))
-            })
-        })
-    };
-    (0..s.links.len())
-        .filter(|&j| {
-            let id = &s.links[j].id;
-            !s.flows.iter().any(|f| f.access.as_ref() == Some(id)) && used(id)
-        })
+fn carriers(r: &Resolved) -> Vec<usize> {
+    let used = |j: usize| r.flows.iter().any(|f| r.flow_links(f).contains(&j));
+    (0..r.links.len())
+        .filter(|&j| !r.flows.iter().any(|f| access_of(f) == Some(j)) && used(j))
         .collect()
 }
 
 /// Check the scenario and plan its cars; errors name the key.
-fn plan(s: &Scenario) -> Result<(Vec<Car>, Vec<String>), CliError> {
+fn plan(r: &Resolved) -> Result<(Vec<Car>, Vec<String>), TestbedError> {
     let mut notes = Vec::new();
-    let carrier_ids: Vec<&str> = carriers(s)
-        .into_iter()
-        .map(|j| s.links[j].id.as_str())
-        .collect();
+    let carrier_ids: Vec<&str> = carriers(r).into_iter().map(|j| r.links[j].id()).collect();
     if carrier_ids.is_empty() {
         return Err(input(
-            s,
+            r,
             "link",
             "no carrier: every link is some car's access link",
         ));
     }
-    if s.flows.len() > 50 {
-        return Err(input(s, "flow", "the testbed runs at most 50 cars"));
+    if r.flows.len() > 50 {
+        return Err(input(r, "flow", "the testbed runs at most 50 cars"));
     }
-    for (bi, b) in s.balancers.iter().enumerate() {
+    for (bi, b) in r.balancers.iter().enumerate() {
         if b.failover == Failover::KeepAddress {
             return Err(input(
-                s,
+                r,
                 format!("balancer[{bi}].failover"),
                 "keep-address needs a tunnel keeping the car's address across carriers; the testbed masquerades each car behind its carrier's address (OpenWrt mwan3): use \"reconnect\"",
             ));
         }
-        for (j, l) in b.links.iter().enumerate() {
-            if !carrier_ids.contains(&l.as_str()) {
+        for (j, &l) in b.links.iter().enumerate() {
+            let id = r.links[l].id();
+            if !carrier_ids.contains(&id) {
                 return Err(input(
-                    s,
+                    r,
                     format!("balancer[{bi}].links[{j}]"),
-                    format!("{l:?} is a car's access link, not a carrier"),
-                ));
-            }
-            if b.policy == BalancePolicy::Bandwidth
-                && s.links
-                    .iter()
-                    .find(|k| &k.id == l)
-                    .and_then(|k| k.rate_mbps)
-                    .is_none()
-            {
-                return Err(input(
-                    s,
-                    format!("balancer[{bi}].policy"),
-                    format!("bandwidth weighs the links by rate_mbps; link {l:?} has none"),
+                    format!("{id:?} is a car's access link, not a carrier"),
                 ));
             }
         }
     }
     let mut cars = Vec::new();
-    let mut mptcp_paths: Option<(&str, Vec<&String>)> = None;
-    for (i, f) in s.flows.iter().enumerate() {
+    let mut mptcp_paths: Option<(&str, Vec<String>, Vec<String>)> = None;
+    for (i, f) in r.flows.iter().enumerate() {
         let key = |k: &str| format!("flow \"{}\".{k}", f.id);
-        if f.access.is_none() {
+        let Some(access) = access_of(f) else {
             return Err(input(
-                s,
+                r,
                 key("access"),
                 "a scenario with cars runs every flow as a car (the testbed's clients are the cars): give this flow access = \"<in-car link>\", or run it in a scenario of its own",
             ));
-        }
-        if !f.mechanisms.is_empty() {
+        };
+        let (mechanisms, bytes) = match &f.transport {
+            Transport::Tcp(t) => (!t.mechanisms.is_empty(), t.bytes),
+            Transport::Mptcp(m) => (!m.mechanisms.is_empty(), m.bytes),
+            Transport::Udp(_) => (false, 0),
+        };
+        if mechanisms {
             return Err(input(
-                s,
+                r,
                 key("mechanisms"),
                 "mechanisms do not run on the cars testbed",
             ));
         }
-        if f.bytes != 0 {
+        if bytes != 0 {
             return Err(input(
-                s,
+                r,
                 key("bytes"),
                 "a car downloads for the whole run on the testbed (iperf3 --reverse): give bytes = 0",
             ));
         }
-        if !f.backup_paths.is_empty() || !f.prio_changes.is_empty() {
+        if f.mptcp()
+            .is_some_and(|m| !m.backup_paths.is_empty() || !m.prio_changes.is_empty())
+        {
             return Err(input(
-                s,
+                r,
                 key("backup_paths"),
                 "backup_paths and prio_changes are not run on the cars testbed",
             ));
         }
-        let (server_cc, summary_cc) =
-            kernel_cc(s, i).map_err(|e| CliError::Input(e.to_string()))?;
-        let via = match f.kind {
-            FlowKind::Mptcp => {
-                for p in &f.paths {
+        let (server_cc, summary_cc) = kernel_cc(r, i)?;
+        let (via, paths) = match &f.transport {
+            Transport::Mptcp(m) => {
+                let paths: Vec<String> = m.subflows.iter().map(|sf| sf.path_id.clone()).collect();
+                for p in &paths {
                     if !carrier_ids.contains(&p.as_str()) {
                         return Err(input(
-                            s,
+                            r,
                             key("paths"),
                             format!("{p:?} is not a carrier (a link no car has as access)"),
                         ));
                     }
                 }
-                let mut p: Vec<&String> = f.paths.iter().collect();
-                p.sort();
-                p.dedup();
-                if p.len() != f.paths.len() {
+                let mut sorted = paths.clone();
+                sorted.sort();
+                sorted.dedup();
+                if sorted.len() != paths.len() {
                     return Err(input(
-                        s,
+                        r,
                         key("paths"),
                         "a link repeats: the router's path manager opens one subflow per carrier",
                     ));
                 }
                 match &mptcp_paths {
-                    None => mptcp_paths = Some((&f.id, p)),
-                    Some((other, q)) if *q != p || s.flows.iter().find(|g| g.id == *other).and_then(|g| g.paths.first()) != f.paths.first() => {
+                    None => mptcp_paths = Some((&f.id, sorted, paths.clone())),
+                    Some((other, q, first)) if *q != sorted || first.first() != paths.first() => {
                         return Err(input(
-                            s,
+                            r,
                             key("paths"),
                             format!("the router has one set of MPTCP endpoints and one default route: every mptcp car must have the paths of car {other:?}, in the same order"),
                         ))
                     }
                     _ => {}
                 }
-                if let Some(sch) = f.scheduler.as_deref().filter(|x| *x != "linux-default") {
+                if m.scheduler != railpath_scenario::SchedulerKind::LinuxDefault {
                     let n = format!(
-                        "{}: scheduler {sch:?} asked, the kernel's default (roughly minRTT) ran",
-                        f.id
+                        "{}: scheduler {:?} asked, the kernel's default (roughly minRTT) ran",
+                        f.id,
+                        m.scheduler.as_str()
                     );
                     notes.push(n);
                 }
-                if f.cc != summary_cc {
+                if m.cc.name() != summary_cc {
                     notes.push(format!(
                         "{}: cc {:?} asked, the kernel has no coupled MPTCP cc: uncoupled {server_cc}",
-                        f.id, f.cc
+                        f.id,
+                        m.cc.name()
                     ));
                 }
-                Via::Proxy(f.proxy.clone().unwrap_or_default())
+                let options = m
+                    .proxy
+                    .as_ref()
+                    .map(|p| p.options.clone())
+                    .unwrap_or_default();
+                (Via::Proxy(options), paths)
             }
-            FlowKind::Tcp => {
-                let b = match f.paths.as_slice() {
-                    [p] => s.balancers.iter().position(|b| &b.id == p),
-                    _ => None,
-                };
-                match b {
-                    Some(b) => Via::Balancer(b),
-                    None => {
-                        return Err(input(
-                            s,
-                            key("paths"),
-                            "a tcp car goes through a load balancer: paths = [\"<balancer id>\"]",
-                        ))
-                    }
+            Transport::Tcp(t) => match t.route {
+                TcpRoute::Balancer { balancer, .. } => {
+                    let paths = r.balancers[balancer]
+                        .links
+                        .iter()
+                        .map(|&l| r.links[l].id().to_string())
+                        .collect();
+                    (Via::Balancer(balancer), paths)
                 }
-            }
-            FlowKind::Udp => return Err(input(s, key("kind"), "a car is a tcp or mptcp flow")),
+                TcpRoute::Path { .. } | TcpRoute::Handoffs(_) => {
+                    return Err(input(
+                        r,
+                        key("paths"),
+                        "a tcp car goes through a load balancer: paths = [\"<balancer id>\"]",
+                    ))
+                }
+            },
+            Transport::Udp(_) => return Err(input(r, key("kind"), "a car is a tcp or mptcp flow")),
         };
         let server_mptcp = match &via {
             Via::Proxy(o) => o.server_mptcp(),
@@ -326,6 +329,10 @@ fn plan(s: &Scenario) -> Result<(Vec<Car>, Vec<String>), CliError> {
         cars.push(Car {
             i,
             id: f.id.clone(),
+            kind: f.transport.kind_name(),
+            access: r.links[access].id().to_string(),
+            paths,
+            start_s: f.start_s,
             via,
             server_cc,
             summary_cc,
@@ -372,27 +379,23 @@ impl BalancerRun {
 /// Initial assignment: every balancer's cars in the order they connect (start time, then
 /// scenario order), all carriers up.
 fn initial_assignment(
-    s: &Scenario,
+    r: &Resolved,
     cars: &[Car],
     carrier_of: &dyn Fn(&str) -> usize,
 ) -> Vec<BalancerRun> {
     let mut runs = Vec::new();
-    for (bi, b) in s.balancers.iter().enumerate() {
+    for (bi, b) in r.balancers.iter().enumerate() {
         let mut run = BalancerRun {
             id: b.id.clone(),
             policy: b.policy,
-            detect: Duration::from_secs_f64(b.detect_ms() / 1000.0),
+            detect: Duration::from_secs_f64(b.detect_ms / 1000.0),
             links: b
                 .links
                 .iter()
-                .map(|l| {
-                    let rate = s
-                        .links
-                        .iter()
-                        .find(|k| &k.id == l)
-                        .and_then(|k| k.rate_mbps)
-                        .unwrap_or(0.0);
-                    (l.clone(), carrier_of(l), rate)
+                .map(|&l| {
+                    let link = &r.links[l].link;
+                    let rate = link.rate_mbps.unwrap_or(0.0);
+                    (link.id.clone(), carrier_of(&link.id), rate)
                 })
                 .collect(),
             cars: Vec::new(),
@@ -455,17 +458,16 @@ fn nft_ruleset(cars: &[Car], ncarriers: usize, runs: &[BalancerRun]) -> String {
     )
 }
 
-fn nft(ns: &str, text: &str, work: &Path, name: &str) -> Result<(), CliError> {
+fn nft(ns: &str, text: &str, work: &Path, name: &str) -> Result<(), TestbedError> {
     let p = work.join(name);
-    std::fs::write(&p, text)
-        .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", p.display())))?;
+    std::fs::write(&p, text).map_err(|e| failed(format!("cannot write {}: {e}", p.display())))?;
     let out = std::process::Command::new("ip")
         .args(["netns", "exec", ns, "nft", "-f"])
         .arg(&p)
         .output()
-        .map_err(|e| CliError::Failed(format!("cannot run nft: {e}")))?;
+        .map_err(|e| failed(format!("cannot run nft: {e}")))?;
     if !out.status.success() {
-        return Err(CliError::Failed(format!(
+        return Err(failed(format!(
             "nft -f {}: {}",
             p.display(),
             String::from_utf8_lossy(&out.stderr).trim()
@@ -475,20 +477,21 @@ fn nft(ns: &str, text: &str, work: &Path, name: &str) -> Result<(), CliError> {
 }
 
 /// Run the cars of `s` on a fresh namespace testbed; `work` receives the router's nftables rules
-/// and `cars.json` (the record). Errors in the scenario are [`CliError::Input`] naming the key.
-pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
+/// and `cars.json` (the record). Errors in the scenario are [`TestbedError::Scenario`] naming
+/// the key.
+pub fn run(s: &Resolved, work: &Path) -> Result<CarsRun, TestbedError> {
     let wall = Instant::now();
     let (cars, mut notes) = plan(s)?;
-    railpath_linkem::check_environment().map_err(tb_err)?;
+    railpath_linkem::check_environment()?;
     std::fs::create_dir_all(work)
-        .map_err(|e| CliError::Failed(format!("cannot create {}: {e}", work.display())))?;
+        .map_err(|e| failed(format!("cannot create {}: {e}", work.display())))?;
     let carrier_idx = carriers(s);
-    let all = LinkConfig::all_from_scenario(s).map_err(|e| CliError::Input(e.to_string()))?;
+    let all = LinkConfig::all(s)?;
     let links: Vec<LinkConfig> = carrier_idx.iter().map(|&j| all[j].clone()).collect();
     let carrier_ids: Vec<String> = links.iter().map(|l| l.id.clone()).collect();
     let carrier_of = |id: &str| carrier_ids.iter().position(|c| c == id).unwrap_or(0);
     for f in &s.flows {
-        if let Some(a) = s.links.iter().find(|l| Some(&l.id) == f.access.as_ref()) {
+        if let Some(a) = access_of(f).map(|a| &s.links[a].link) {
             if a.rate_mbps.is_some_and(|r| r < 1000.0) || a.delay_ms > 1.0 || a.loss > 0.0 {
                 notes.push(format!(
                     "{}: access link {:?} is the client's veth, not emulated (its rate, delay and loss are not applied)",
@@ -515,35 +518,30 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
     let bin = Duration::from_nanos(spec.emu.bin.ns());
     let duration = Duration::from_nanos(Time::from_secs_f64(s.run.duration_s).ns());
     let nbins = ((s.run.duration_s * 1000.0 / s.run.bin_ms).round() as usize).max(1);
-    let tb = Testbed::new(&spec).map_err(tb_err)?;
+    let tb = Testbed::new(&spec)?;
     let rtr = tb.router_ns().to_string();
     let srv = tb.server_ns().to_string();
     // Buffer autotuning limits of the scenario's [tcp] on every host (the clients receive).
-    let t = s.tcp.resolved();
+    let t = &s.tcp;
     let triple = |v: [u64; 3]| format!("{} {} {}", v[0], v[1], v[2]);
     let mut hosts = vec![rtr.clone(), srv.clone()];
     hosts.extend((0..cars.len()).filter_map(|i| tb.client_ns(i).map(str::to_string)));
     for ns in &hosts {
-        tb.sysctl(ns, "net.ipv4.tcp_rmem", &triple(t.rmem_bytes))
-            .map_err(tb_err)?;
-        tb.sysctl(ns, "net.ipv4.tcp_wmem", &triple(t.wmem_bytes))
-            .map_err(tb_err)?;
+        tb.sysctl(ns, "net.ipv4.tcp_rmem", &triple(t.rmem_bytes))?;
+        tb.sysctl(ns, "net.ipv4.tcp_wmem", &triple(t.wmem_bytes))?;
     }
     if let Some(c) = proxied.first() {
-        let f = &s.flows[c.i];
         // The first path carries the initial subflow: the router's default route.
-        let first = f
+        let first = c
             .paths
             .first()
-            .ok_or_else(|| input(s, format!("flow \"{}\".paths", f.id), "expected a carrier"))?;
-        let first = tb.link_dev(first).map_err(tb_err)?;
-        tb.exec(&rtr, "ip", &["route", "replace", "default", "dev", &first])
-            .map_err(tb_err)?;
+            .ok_or_else(|| input(s, format!("flow \"{}\".paths", c.id), "expected a carrier"))?;
+        let first = tb.link_dev(first)?;
+        tb.exec(&rtr, "ip", &["route", "replace", "default", "dev", &first])?;
         for l in &carrier_ids {
-            if !f.paths.contains(l) {
-                let id = tb.endpoint_id(l).map_err(tb_err)?.to_string();
-                tb.exec(&rtr, "ip", &["mptcp", "endpoint", "delete", "id", &id])
-                    .map_err(tb_err)?;
+            if !c.paths.contains(l) {
+                let id = tb.endpoint_id(l)?.to_string();
+                tb.exec(&rtr, "ip", &["mptcp", "endpoint", "delete", "id", &id])?;
             }
         }
     }
@@ -561,8 +559,7 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
                 &rtr,
                 "ip",
                 &["route", "add", "default", "dev", &dev, "table", &table],
-            )
-            .map_err(tb_err)?;
+            )?;
             tb.exec(
                 &rtr,
                 "ip",
@@ -576,8 +573,7 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
                     "pref",
                     &(500 + i).to_string(),
                 ],
-            )
-            .map_err(tb_err)?;
+            )?;
         }
     }
     // Server listeners (made inside the server namespace, used from plain threads).
@@ -600,11 +596,10 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
                 l.listen(16)?;
                 l.set_nonblocking(true)?;
                 Ok(l)
-            })
-            .map_err(tb_err)?
-            .map_err(|e| CliError::Failed(format!("server socket on port {port}: {e}")))?;
+            })?
+            .map_err(|e| failed(format!("server socket on port {port}: {e}")))?;
         l.set_tcp_congestion(c.server_cc.as_bytes()).map_err(|e| {
-            CliError::Failed(format!(
+            failed(format!(
                 "TCP_CONGESTION {} on port {port}: {e}",
                 c.server_cc
             ))
@@ -620,9 +615,8 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
         let sock = tb
             .run_in(&srv, || {
                 UdpSocket::bind((railpath_linkem::testbed::SERVER_ADDR, ECHO_PORT))
-            })
-            .map_err(tb_err)?
-            .map_err(|e| CliError::Failed(format!("echo responder: {e}")))?;
+            })?
+            .map_err(|e| failed(format!("echo responder: {e}")))?;
         let stop = stop.clone();
         Some(std::thread::spawn(move || echo_responder(sock, &stop)))
     };
@@ -639,9 +633,8 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
                     u.connect((railpath_linkem::testbed::SERVER_ADDR, ECHO_PORT))?;
                     u.set_nonblocking(true)?;
                     Ok(u)
-                })
-                .map_err(tb_err)?
-                .map_err(|e| CliError::Failed(format!("tracker socket on car{k}: {e}")))
+                })?
+                .map_err(|e| failed(format!("tracker socket on car{k}: {e}")))
             })
             .collect::<Result<Vec<_>, _>>()?;
         let tr = Tracker {
@@ -657,12 +650,11 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
     for c in &cars {
         let ns = tb
             .client_ns(c.i)
-            .ok_or_else(|| CliError::Failed(format!("no client namespace {}", c.i)))?;
+            .ok_or_else(|| failed(format!("no client namespace {}", c.i)))?;
         let (port, start) = (c.port, origin + c.start);
         let h = railpath_linkem::netns::spawn_in(ns, &format!("car{}", c.i), move || {
             car_client(port, origin, start, deadline, bin, nbins)
-        })
-        .map_err(tb_err)?;
+        })?;
         clients.push(h);
     }
     std::thread::scope(|sc| {
@@ -684,7 +676,7 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
     if let Some(h) = tracker {
         let (failovers, down) = h
             .join()
-            .map_err(|_| CliError::Failed("the balancer's tracker panicked".into()))?;
+            .map_err(|_| failed("the balancer's tracker panicked".into()))?;
         record.failovers = failovers;
         record.carriers_down = down;
     }
@@ -693,12 +685,9 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
         let _ = h.join();
     }
     let transports = proxies.stop();
-    let report = tb.finish().map_err(tb_err)?;
-    if railpath_linkem::run::interrupted() {
-        return Err(CliError::Failed(format!(
-            "testbed: {}",
-            TestbedError::Interrupted
-        )));
+    let report = tb.finish()?;
+    if crate::plain::interrupted() {
+        return Err(failed(format!("testbed: {}", TestbedError::Interrupted)));
     }
     let initial = runs;
     let bin_s = s.run.bin_ms / 1000.0;
@@ -706,9 +695,8 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
     let mut series = Vec::new();
     let mut carrier_series = Vec::new();
     for (c, r) in cars.iter().zip(&client_results) {
-        let f = &s.flows[c.i];
         let gp: Vec<f64> = r.per_bin.iter().map(|&b| b as f64 * 8.0 / bin_s).collect();
-        let active_s = (s.run.duration_s - f.start_s).max(1e-9);
+        let active_s = (s.run.duration_s - c.start_s).max(1e-9);
         let paths: Vec<_> = report
             .paths
             .iter()
@@ -727,14 +715,11 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
                     v[k] += *x as f64 * 8.0 / bin_s;
                 }
             }
-            let mine = match &c.via {
-                Via::Proxy(_) => f.paths.contains(l),
-                Via::Balancer(b) => s.balancers[*b].links.contains(l),
-            };
+            let mine = c.paths.contains(l);
             if mine || b > 0 {
                 carrier_bytes.insert(l.clone(), b);
                 carrier_series.push(Series {
-                    flow: f.id.clone(),
+                    flow: c.id.clone(),
                     subflow: l.clone(),
                     metric: "goodput_bps",
                     values: v,
@@ -756,8 +741,8 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
             .collect();
         let mptcp = matches!(c.via, Via::Proxy(_));
         flows.push(FlowSummary {
-            id: f.id.clone(),
-            kind: f.kind.as_str().to_string(),
+            id: c.id.clone(),
+            kind: c.kind.to_string(),
             cc: c.summary_cc.clone(),
             scheduler: mptcp.then(|| "linux-default".to_string()),
             mechanisms: Vec::new(),
@@ -771,7 +756,7 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
             srtt_ms: None,
             rto_ms: None,
             subflows: mptcp.then(|| {
-                f.paths
+                c.paths
                     .iter()
                     .map(|l| {
                         let ps: Vec<_> = paths.iter().filter(|p| &p.link == l).collect();
@@ -801,7 +786,7 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
         let mut v = gp;
         v.resize(nbins, 0.0);
         series.push(Series {
-            flow: f.id.clone(),
+            flow: c.id.clone(),
             subflow: String::new(),
             metric: "goodput_bps",
             values: v,
@@ -823,7 +808,7 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
             .is_some_and(|t| !t.is_empty() && t.iter().all(|x| x == "fallback"));
         if let Some(last) = flows.last_mut() {
             last.car = Some(railpath_sim::results::CarStats {
-                access: f.access.clone(),
+                access: Some(c.access.clone()),
                 balancer: match &c.via {
                     Via::Balancer(b) => Some(s.balancers[*b].id.clone()),
                     Via::Proxy(_) => None,
@@ -832,7 +817,7 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
                 failovers: record
                     .failovers
                     .iter()
-                    .filter(|x| x.car == f.id)
+                    .filter(|x| x.car == c.id)
                     .map(|x| railpath_sim::results::CarFailover {
                         t_s: x.t_s,
                         from: x.from.clone(),
@@ -850,7 +835,7 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
             });
         }
         record.cars.push(CarRecord {
-            id: f.id.clone(),
+            id: c.id.clone(),
             via,
             carrier,
             transport: transports.get(&c.i).cloned().unwrap_or_default(),
@@ -887,11 +872,10 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
         series,
     };
     let mut json = serde_json::to_string_pretty(&record)
-        .map_err(|e| CliError::Failed(format!("cannot serialise the cars record: {e}")))?;
+        .map_err(|e| failed(format!("cannot serialise the cars record: {e}")))?;
     json.push('\n');
     let p = work.join("cars.json");
-    std::fs::write(&p, json)
-        .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", p.display())))?;
+    std::fs::write(&p, json).map_err(|e| failed(format!("cannot write {}: {e}", p.display())))?;
     Ok(CarsRun {
         results,
         report,
@@ -900,9 +884,9 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
     })
 }
 
-/// Until `deadline`, unless the run was interrupted (Ctrl-C: `railpath_linkem::run::interrupt`).
+/// Until `deadline`, unless the run was interrupted (Ctrl-C: `crate::plain::interrupt`).
 fn live(deadline: Instant) -> bool {
-    Instant::now() < deadline && !railpath_linkem::run::interrupted()
+    Instant::now() < deadline && !crate::plain::interrupted()
 }
 
 /// Sets its flag when dropped.
@@ -1066,7 +1050,7 @@ impl Tracker {
 
 /// Move car `i` to carrier `k`: its table's default route, and a reset for its connections
 /// opened on any other carrier (their conntrack entries carry the carrier's mark, k + 1).
-fn move_car(rtr: &str, work: &Path, i: usize, k: usize) -> Result<(), CliError> {
+fn move_car(rtr: &str, work: &Path, i: usize, k: usize) -> Result<(), TestbedError> {
     let text = format!(
         "flush chain ip {NFT_TABLE} lb_car{i}\nadd rule ip {NFT_TABLE} lb_car{i} ct mark != {} tcp flags & rst == 0 reject with tcp reset\n",
         k + 1
@@ -1078,9 +1062,9 @@ fn move_car(rtr: &str, work: &Path, i: usize, k: usize) -> Result<(), CliError> 
         .arg(format!("car{k}"))
         .args(["table", &table])
         .output()
-        .map_err(|e| CliError::Failed(format!("cannot run ip: {e}")))?;
+        .map_err(|e| failed(format!("cannot run ip: {e}")))?;
     if !out.status.success() {
-        return Err(CliError::Failed(format!(
+        return Err(failed(format!(
             "ip route replace (table {table}): {}",
             String::from_utf8_lossy(&out.stderr).trim()
         )));
@@ -1118,7 +1102,7 @@ impl Drop for Proxies {
     }
 }
 
-fn start_proxies(tb: &Testbed, cars: &[&Car]) -> Result<Proxies, CliError> {
+fn start_proxies(tb: &Testbed, cars: &[&Car]) -> Result<Proxies, TestbedError> {
     use railpath_gateway::config::{ProxyConfig, ProxyMode};
     use railpath_gateway::metrics::Metrics;
     if cars.is_empty() {
@@ -1203,16 +1187,15 @@ fn start_proxies(tb: &Testbed, cars: &[&Car]) -> Result<Proxies, CliError> {
             out.insert(i, t);
         }
         out
-    })
-    .map_err(tb_err)?;
+    })?;
     let p = Proxies {
         stop: Some(stop_tx),
         thread: Some(thread),
     };
     match ready_rx.recv() {
         Ok(Ok(())) => Ok(p),
-        Ok(Err(e)) => Err(CliError::Failed(format!("testbed: {e}"))),
-        Err(_) => Err(CliError::Failed("testbed: the proxies' thread died".into())),
+        Ok(Err(e)) => Err(failed(format!("testbed: {e}"))),
+        Err(_) => Err(failed("testbed: the proxies' thread died".into())),
     }
 }
 
@@ -1243,7 +1226,7 @@ fn car_client(
             r.errors.push(e);
         }
     };
-    while Instant::now() < start && !railpath_linkem::run::interrupted() {
+    while Instant::now() < start && !crate::plain::interrupted() {
         std::thread::sleep((start - Instant::now()).min(Duration::from_millis(20)));
     }
     let to = SockAddr::from(SocketAddrV4::new(
@@ -1353,27 +1336,35 @@ fn serve(port: u16, l: Socket, deadline: Instant) {
 mod tests {
     use super::*;
 
-    fn load(name: &str) -> Scenario {
+    fn load(name: &str) -> railpath_scenario::Scenario {
         let p = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../scenarios/proxy-lb")
             .join(name);
         railpath_scenario::load(&p, &[]).expect("scenario loads")
     }
 
+    fn resolve(s: &railpath_scenario::Scenario) -> Resolved {
+        s.validate().expect("valid")
+    }
+
+    fn refused(s: &railpath_scenario::Scenario) -> String {
+        match plan(&resolve(s)) {
+            Err(TestbedError::Scenario(e)) => e.to_string(),
+            other => panic!("{:?}", other.err()),
+        }
+    }
+
     #[test]
     fn carriers_are_the_links_no_car_has_as_access() {
-        let s = load("lb.toml");
-        let c: Vec<&str> = carriers(&s)
-            .into_iter()
-            .map(|j| s.links[j].id.as_str())
-            .collect();
+        let s = resolve(&load("lb.toml"));
+        let c: Vec<&str> = carriers(&s).into_iter().map(|j| s.links[j].id()).collect();
         assert_eq!(c, vec!["isp-a", "isp-b"]);
         assert!(has_cars(&s));
     }
 
     #[test]
     fn round_robin_gives_the_cars_the_carriers_in_turn() {
-        let s = load("lb.toml");
+        let s = resolve(&load("lb.toml"));
         let (cars, _) = plan(&s).unwrap();
         let ids = ["isp-a".to_string(), "isp-b".to_string()];
         let of = |id: &str| ids.iter().position(|c| c == id).unwrap();
@@ -1387,7 +1378,7 @@ mod tests {
 
     #[test]
     fn proxied_cars_are_redirected_to_their_proxy() {
-        let s = load("mptcp.toml");
+        let s = resolve(&load("mptcp.toml"));
         let (cars, notes) = plan(&s).unwrap();
         assert_eq!(cars.len(), 5);
         assert!(cars.iter().all(|c| c.server_mptcp));
@@ -1404,21 +1395,15 @@ mod tests {
     fn refusals_name_the_key() {
         let mut s = load("lb.toml");
         s.balancers[0].failover = Failover::KeepAddress;
-        match plan(&s) {
-            Err(CliError::Input(m)) => assert!(m.contains("balancer[0].failover"), "{m}"),
-            other => panic!("{:?}", other.err()),
-        }
+        let m = refused(&s);
+        assert!(m.contains("balancer[0].failover"), "{m}");
         let mut s = load("lb.toml");
         s.flows[1].access = None;
-        match plan(&s) {
-            Err(CliError::Input(m)) => assert!(m.contains("flow \"car2\".access"), "{m}"),
-            other => panic!("{:?}", other.err()),
-        }
+        let m = refused(&s);
+        assert!(m.contains("flow \"car2\".access"), "{m}");
         let mut s = load("mptcp.toml");
         s.flows[1].paths = vec!["isp-b".into(), "isp-a".into()];
-        match plan(&s) {
-            Err(CliError::Input(m)) => assert!(m.contains("flow \"car2\".paths"), "{m}"),
-            other => panic!("{:?}", other.err()),
-        }
+        let m = refused(&s);
+        assert!(m.contains("flow \"car2\".paths"), "{m}");
     }
 }
