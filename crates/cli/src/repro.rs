@@ -113,7 +113,8 @@ pub fn main(args: Args) -> Result<(), CliError> {
     let done = railpath_repro::run(&args.paper, &opts, &mut |m| eprintln!("repro: {m}"))
         .map_err(CliError::Failed)?;
     let mut text = String::new();
-    for s in &done {
+    for r in &done {
+        let s = &r.summary;
         let held = s.claims.iter().filter(|c| c.holds).count();
         text.push_str(&format!(
             "{}: {} runs, {held} of {} claims hold; {}\n",

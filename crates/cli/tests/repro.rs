@@ -1,10 +1,10 @@
-//! `railpath repro`: each paper's reproduction (PHA, issue 10; TCP-FS, issue 12) writes a summary
-//! whose claims follow from its numbers, a report with every plot, and an index; it is
-//! deterministic and quick; the report renders in headless Chromium without console errors.
+//! `railpath repro`: the command writes each paper's summary, report and the index, the same
+//! bytes on every run; bad arguments are input errors; with `--testbed` (root, kernel MPTCP) the
+//! kernel sides of PHA and PROXY-LB run on the namespace testbed. The reproductions' findings,
+//! their reports and their rendering are checked in-process by `crates/repro/tests/reports.rs`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 fn out_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("railpath-{name}-{}", std::process::id()));
@@ -41,14 +41,6 @@ fn number(v: &serde_json::Value, id: &str) -> (f64, f64, f64, Option<f64>) {
     )
 }
 
-/// Every number of a reproduction summary lies within its own interval.
-fn assert_numbers_within_intervals(v: &serde_json::Value) {
-    for n in v["numbers"].as_array().unwrap() {
-        let (m, lo, hi, _) = number(v, n["id"].as_str().unwrap());
-        assert!(lo <= m && m <= hi, "{n}");
-    }
-}
-
 /// Whether a reproduction summary's claim `id` holds.
 fn claim_holds(v: &serde_json::Value, id: &str) -> bool {
     v["claims"]
@@ -69,143 +61,17 @@ fn summary(out: &Path) -> serde_json::Value {
     summary_of("pha", out)
 }
 
-/// The browser for the render tests, or None (a loud skip) where it is missing; CI has it.
-fn chromium() -> Option<String> {
-    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "chromium".into());
-    if Command::new(&chromium).arg("--version").output().is_ok() {
-        return Some(chromium);
-    }
-    use std::io::Write;
-    let msg = format!("no {chromium}: scripts/setup.sh installs Debian's chromium");
-    if std::env::var_os("CI").is_some() {
-        panic!("{msg}");
-    }
-    let _ = writeln!(std::io::stderr(), "SKIP report render test: {msg}");
-    None
-}
-
-const CHROMIUM_FLAGS: [&str; 10] = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--enable-logging=stderr",
-    "--v=0",
-];
-
-/// The page as Chromium rendered it, after asserting it logged no console message.
-fn rendered(chromium: &str, report: &Path, profile: &Path) -> String {
-    let dom = Command::new(chromium)
-        .args(CHROMIUM_FLAGS)
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(["--virtual-time-budget=2000", "--dump-dom"])
-        .arg(format!("file://{}", report.display()))
-        .output()
-        .expect("run chromium");
-    let log = String::from_utf8_lossy(&dom.stderr);
-    let console: Vec<&str> = log
-        .lines()
-        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
-        .collect();
-    assert!(console.is_empty(), "console messages: {console:?}");
-    String::from_utf8_lossy(&dom.stdout).into_owned()
-}
-
-#[test]
-fn pha_reproduction_summary_report_and_index() {
-    let out = out_dir("repro-pha");
-    let t = Instant::now();
-    let o = repro(&out, "10");
-    let took = t.elapsed();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    // The issue's budget; the run takes a few seconds (docs/performance.md).
-    assert!(took < Duration::from_secs(120), "took {took:?}");
-    let v = summary(&out);
-    assert_eq!(v["paper"], "pha");
-    assert_eq!(v["format"], "railpath-repro/1");
-    assert_eq!(v["seeds"], 10);
-    let numbers = v["numbers"].as_array().unwrap();
-    let num = |id: &str| {
-        numbers
-            .iter()
-            .find(|n| n["id"] == id)
-            .unwrap_or_else(|| panic!("no number {id}"))
-    };
-    for n in numbers {
-        let (m, lo, hi) = (
-            n["railpath"].as_f64().unwrap(),
-            n["ci95"][0].as_f64().unwrap(),
-            n["ci95"][1].as_f64().unwrap(),
-        );
-        assert!(lo <= m && m <= hi, "{n}");
-    }
-    // Every number of the paper's Tables 2-4 is there with the paper's value.
-    assert_eq!(num("avg-improvement-pct-minrtt")["paper"], 1.95);
-    assert_eq!(num("inst-improvement-pct-peekaboo")["paper"], 17.879);
-    assert_eq!(num("retx-ratio-pct-pha-ecf")["paper"], 0.223);
-    // The claims follow from the numbers (the report's words match its tables).
-    let claims = v["claims"].as_array().unwrap();
-    for sched in ["minrtt", "ecf", "blest", "peekaboo"] {
-        let c = claims
-            .iter()
-            .find(|c| c["id"] == format!("pha-raises-handover-throughput-{sched}"))
-            .unwrap();
-        let inst = num(&format!("inst-improvement-pct-{sched}"))["railpath"]
-            .as_f64()
-            .unwrap();
-        assert_eq!(c["holds"].as_bool().unwrap(), inst > 0.0, "{c}");
-    }
-    // On the paper's geometry PHA raises minRTT's throughput at handover (10 seeds; the
-    // paper's practical choice). The other schedulers' results are in the report.
-    let minrtt = num("inst-improvement-pct-minrtt");
-    assert!(
-        minrtt["ci95"][0].as_f64().unwrap() > 0.0,
-        "PHA-minRTT vs minRTT at handover: {minrtt}"
-    );
-    // The load sweep (issue 10's "PHA raises handover goodput over the plain scheduler for each
-    // of the four schedulers", 10 seeds, intervals reported): with the connection limited below
-    // one carrier's capacity, each scheduler gains at handover with a 95% interval above 0 at
-    // some load, and each light-load claim says exactly that.
-    for sched in ["minrtt", "ecf", "blest", "peekaboo"] {
-        let gains: Vec<u32> = railpath_repro::pha::SWEEP_RBUF
-            .iter()
-            .copied()
-            .filter(|b| {
-                let n = num(&format!("load-inst-improvement-pct-{sched}-rb{b}"));
-                let load = num(&format!("load-goodput-mbps-rb{b}"))["railpath"]
-                    .as_f64()
-                    .unwrap();
-                load < 25.0 && n["ci95"][0].as_f64().unwrap() > 0.0
-            })
-            .collect();
-        let c = claims
-            .iter()
-            .find(|c| c["id"] == format!("pha-raises-handover-throughput-light-load-{sched}"))
-            .unwrap();
-        assert_eq!(c["holds"].as_bool().unwrap(), !gains.is_empty(), "{c}");
-        assert!(
-            !gains.is_empty(),
-            "PHA-{sched} gains at handover at no light load"
-        );
-    }
-    let html = std::fs::read_to_string(out.join("pha/report.html")).unwrap();
-    assert_eq!(html.matches("<svg class=\"plot\"").count(), 4);
-    assert!(html.contains("PHA and the load"));
-    assert!(html.contains("Table 2") && html.contains("Table 3") && html.contains("Table 4"));
-    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
-    assert!(index.contains("href=\"pha/report.html\""));
-}
-
 #[test]
 fn reproduction_is_deterministic_and_bad_arguments_are_input_errors() {
     let (a, b) = (out_dir("repro-det-a"), out_dir("repro-det-b"));
     assert!(repro(&a, "3").status.success());
     assert!(repro(&b, "3").status.success());
     assert_eq!(summary(&a), summary(&b));
+    for d in [&a, &b] {
+        for f in ["pha/summary.json", "pha/report.html", "index.html"] {
+            assert!(d.join(f).is_file(), "no {f} in {}", d.display());
+        }
+    }
     let o = Command::new(env!("CARGO_BIN_EXE_railpath"))
         .args(["repro", "nope"])
         .output()
@@ -218,43 +84,6 @@ fn reproduction_is_deterministic_and_bad_arguments_are_input_errors() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--testbed"));
-}
-
-/// The report as a person sees it: headless Chromium loads it with no console errors, every
-/// plot has drawn content, and a screenshot is taken (`CHROMIUM` overrides the browser).
-#[test]
-fn report_renders_in_headless_chromium() {
-    let Some(chromium) = chromium() else {
-        return;
-    };
-    let out = out_dir("repro-shot");
-    assert!(repro(&out, "3").status.success());
-    let report = out.join("pha/report.html");
-    let url = format!("file://{}", report.display());
-    let profile = out.join("chromium-profile");
-    let page = rendered(&chromium, &report, &profile);
-    // The rendered page holds every plot with its drawing.
-    assert_eq!(page.matches("<svg class=\"plot\"").count(), 4, "{page}");
-    // Three around the handover, one per scheduler against the load.
-    assert!(page.matches("class=\"series\"").count() >= 7);
-    assert!(page.matches("class=\"bar\"").count() >= 12);
-    assert!(page.matches("class=\"zone\"").count() >= 2);
-    let shot = out.join("report.png");
-    let s = Command::new(&chromium)
-        .args(CHROMIUM_FLAGS)
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(["--hide-scrollbars", "--window-size=1100,4400"])
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(&url)
-        .output()
-        .expect("run chromium");
-    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
-    let png = std::fs::read(&shot).expect("screenshot written");
-    assert!(
-        png.starts_with(b"\x89PNG") && png.len() > 50_000,
-        "{} bytes",
-        png.len()
-    );
 }
 
 /// `railpath repro pha --testbed` (root, kernel MPTCP): the kernel side runs, with
@@ -316,98 +145,32 @@ fn pha_kernel_side_on_the_testbed() {
         .iter()
         .any(|c| c["id"] == "kernel-and-simulator-agree-on-phad"));
     // The controller flipped both carriers, to backup and back, around their handovers
-    // (70 s at 83.3 m/s pass 4-5 of each carrier's sites), and nothing failed.
-    let report = std::fs::read_to_string(out.join("pha/report.html")).unwrap();
-    let section = report
-        .split("<h2>On the real kernel</h2>")
-        .nth(1)
-        .expect("kernel section")
-        .split("<h2>")
-        .next()
-        .unwrap();
+    // (70 s at 83.3 m/s pass 4-5 of each carrier's sites), and nothing failed: the PHA-D run's
+    // note, as the frame logs it when the run is done (and the report shows it).
+    let flips = stderr
+        .lines()
+        .find(|l| l.contains("kernel run (pha-d, seed 1) done: "))
+        .unwrap_or_else(|| panic!("no controller note: {stderr}"));
     for c in ["A", "B"] {
-        let flips = section
+        let n: u64 = flips
             .split(&format!("carrier {c}: "))
             .nth(1)
-            .unwrap_or_else(|| panic!("no flips of carrier {c}: {section}"));
-        let n: u64 = flips.split(' ').next().unwrap().parse().unwrap();
+            .unwrap_or_else(|| panic!("no flips of carrier {c}: {flips}"))
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
         assert!((3..=8).contains(&n), "carrier {c}: {n} flips to backup");
     }
-    assert!(!section.contains("failed"), "{section}");
-    assert!(section.contains("at the same time"), "{section}");
-    assert_eq!(section.matches("<svg").count(), 2, "{section}");
+    assert!(!flips.contains("failed"), "{flips}");
+    // The seed's plain and PHA-D runs ran at the same time. (The report's kernel section, its
+    // table and its two figures: the unit test of crates/repro/src/pha.rs with a stand-in kernel.)
+    assert!(
+        stderr.contains("kernel runs (none, seed 1; pha-d, seed 1) side by side"),
+        "{stderr}"
+    );
     let _ = std::fs::remove_dir_all(&out);
-}
-
-#[test]
-fn tcp_fs_reproduction_summary_claims_and_report() {
-    let out = out_dir("repro-tcp-fs");
-    let t = Instant::now();
-    let o = repro_paper("tcp-fs", &out, "10");
-    let took = t.elapsed();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    // The issue's budget; the run takes about a second (docs/performance.md).
-    assert!(took < Duration::from_secs(60), "took {took:?}");
-    let v = summary_of("tcp-fs", &out);
-    assert_eq!(v["paper"], "tcp-fs");
-    assert_eq!(v["format"], "railpath-repro/1");
-    assert_eq!(v["seeds"], 10);
-    let num = |id: &str| -> (f64, f64, f64) {
-        let (m, lo, hi, _) = number(&v, id);
-        (m, lo, hi)
-    };
-    assert_numbers_within_intervals(&v);
-    // Table 1, with the paper's values.
-    let paper = |id: &str| number(&v, id).3.unwrap();
-    assert_eq!(paper("downward-blocked-sent-kb-newreno"), 200.0);
-    assert_eq!(paper("downward-blocked-sent-kb-tcp-fs"), 0.0);
-    assert_eq!(paper("downward-after-sent-kb-newreno"), 1018.0);
-    assert_eq!(paper("downward-after-sent-kb-tcp-fs"), 1387.0);
-    // TCP-FS sends nothing new while it cannot: what it sends then is retransmissions and the
-    // segments that left before the zero window reached the sender, far less than NewReno.
-    assert!(num("downward-blocked-sent-kb-tcp-fs").0 < num("downward-blocked-sent-kb-newreno").0);
-    // The claims follow from the numbers.
-    let holds = |id: &str| claim_holds(&v, id);
-    for dir in ["upward", "downward"] {
-        let (_, lo, _) = num(&format!("{dir}-after-delivered-kb-tcp-fs-minus-newreno"));
-        assert_eq!(
-            holds(&format!("{dir}-tcp-fs-delivers-more-after-holding")),
-            lo > 0.0
-        );
-    }
-    let rates = railpath_repro::tcp_fs::WLAN_MBPS;
-    let gain = |dir: &str, w: f64| num(&format!("{dir}-gain-pct-wlan{w}"));
-    let every = ["upward", "downward"]
-        .iter()
-        .all(|d| rates.iter().all(|&w| gain(d, w).1 > 0.0));
-    assert_eq!(holds("tcp-fs-beats-newreno-at-every-wlan-rate"), every);
-    let last = rates[rates.len() - 1];
-    let grows = ["upward", "downward"]
-        .iter()
-        .all(|d| gain(d, last).0 > gain(d, rates[0]).0);
-    assert_eq!(holds("tcp-fs-gain-grows-with-wlan-rate"), grows);
-    let avg = |d: &str| rates.iter().map(|&w| gain(d, w).0).sum::<f64>() / rates.len() as f64;
-    assert_eq!(
-        holds("tcp-fs-gain-larger-upward"),
-        avg("upward") > avg("downward")
-    );
-    let fr = num("downward-fast-retransmits-after-handoff-tcp-fs");
-    assert_eq!(
-        holds("downward-tcp-fs-no-fast-retransmit"),
-        fr.1 == 0.0 && fr.2 == 0.0
-    );
-    let html = std::fs::read_to_string(out.join("tcp-fs/report.html")).unwrap();
-    assert_eq!(html.matches("<svg class=\"plot\"").count(), 6);
-    for section in [
-        "Table 1",
-        "Figs. 8-9",
-        "How much the unstated choices matter",
-        "differ",
-    ] {
-        assert!(html.contains(section), "no {section}");
-    }
-    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
-    assert!(index.contains("href=\"tcp-fs/report.html\""));
 }
 
 #[test]
@@ -418,367 +181,6 @@ fn tcp_fs_reproduction_is_deterministic() {
     assert_eq!(summary_of("tcp-fs", &a), summary_of("tcp-fs", &b));
     let report = |d: &Path| std::fs::read(d.join("tcp-fs/report.html")).unwrap();
     assert_eq!(report(&a), report(&b));
-}
-
-/// The TCP-FS report as a person sees it: no console errors, every plot drawn.
-#[test]
-fn tcp_fs_report_renders_in_headless_chromium() {
-    let Some(chromium) = chromium() else {
-        return;
-    };
-    let out = out_dir("repro-tcp-fs-shot");
-    assert!(repro_paper("tcp-fs", &out, "3").status.success());
-    let page = rendered(
-        &chromium,
-        &out.join("tcp-fs/report.html"),
-        &out.join("chromium-profile"),
-    );
-    assert_eq!(page.matches("<svg class=\"plot\"").count(), 6, "{page}");
-    // Four traces in each cwnd plot, two in each sequence plot, four and two in the sweep's.
-    assert!(page.matches("class=\"series\"").count() >= 18);
-}
-
-#[test]
-fn bloat_reproduction_summary_claims_and_report() {
-    let out = out_dir("repro-bloat");
-    let t = Instant::now();
-    let o = repro_paper("bloat", &out, "10");
-    let took = t.elapsed();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    // The issue's budget; the run takes a few seconds (docs/performance.md).
-    assert!(took < Duration::from_secs(60), "took {took:?}");
-    let v = summary_of("bloat", &out);
-    assert_eq!(v["paper"], "bloat");
-    assert_eq!(v["seeds"], 10);
-    let num = |id: &str| number(&v, id);
-    assert_numbers_within_intervals(&v);
-    // The paper's numbers stand beside railpath's.
-    assert_eq!(num("roundrobin-throughput-mbps").3, Some(12.29));
-    assert_eq!(num("minrtt-monitor-throughput-mbps").3, Some(15.17));
-    assert_eq!(num("roundrobin-send-buffer-max").3, Some(2643.0));
-    assert_eq!(num("minrtt-reorder-avg-monitor").3, Some(3.0));
-    assert_eq!(num("roundrobin-clear-s-2").3, Some(48.8));
-    let holds = |id: &str| claim_holds(&v, id);
-    for s in ["roundrobin", "minrtt"] {
-        // The claims follow from the numbers.
-        assert_eq!(
-            holds(&format!("{s}-monitor-raises-throughput")),
-            num(&format!("{s}-monitor-gain-pct")).1 > 0.0
-        );
-        for t in ["receive-buffer", "reorder"] {
-            let (off, on) = (
-                num(&format!("{s}-{t}-avg")).0,
-                num(&format!("{s}-{t}-avg-monitor")).0,
-            );
-            assert_eq!(holds(&format!("{s}-monitor-halves-{t}")), on <= off / 2.0);
-        }
-        // Without cross traffic the monitor changes nothing.
-        assert!(holds(&format!("{s}-monitor-quiet-without-cross-traffic")));
-        assert_eq!(
-            num(&format!("{s}-no-cross-throughput-mbps")).0,
-            num(&format!("{s}-no-cross-monitor-throughput-mbps")).0
-        );
-    }
-    let html = std::fs::read_to_string(out.join("bloat/report.html")).unwrap();
-    assert_eq!(html.matches("<svg class=\"plot\"").count(), 5);
-    for section in [
-        "Table 2",
-        "Table 3",
-        "Table 4",
-        "when the bloat clears",
-        "differ",
-    ] {
-        assert!(html.contains(section), "no {section}");
-    }
-    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
-    assert!(index.contains("href=\"bloat/report.html\""));
-}
-
-#[test]
-fn bloat_reproduction_is_deterministic_and_renders() {
-    let (a, b) = (out_dir("repro-bloat-a"), out_dir("repro-bloat-b"));
-    assert!(repro_paper("bloat", &a, "2").status.success());
-    assert!(repro_paper("bloat", &b, "2").status.success());
-    assert_eq!(summary_of("bloat", &a), summary_of("bloat", &b));
-    let report = |d: &Path| std::fs::read(d.join("bloat/report.html")).unwrap();
-    assert_eq!(report(&a), report(&b));
-    let Some(chromium) = chromium() else {
-        return;
-    };
-    let page = rendered(
-        &chromium,
-        &a.join("bloat/report.html"),
-        &a.join("chromium-profile"),
-    );
-    assert_eq!(page.matches("<svg class=\"plot\"").count(), 5, "{page}");
-    // Two traces in each throughput and queue plot, one TransmitTimes trace each, and the
-    // cross-traffic and detection bands.
-    assert!(page.matches("class=\"series\"").count() >= 8);
-    assert!(page.matches("class=\"band\"").count() >= 6);
-}
-
-#[test]
-fn bond_reproduction_summary_claims_and_report() {
-    let out = out_dir("repro-bond");
-    let t = Instant::now();
-    let o = repro_paper("bond", &out, "10");
-    let took = t.elapsed();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    // The issue's budget; the run takes about 8 s on 2 cores (docs/performance.md).
-    assert!(took < Duration::from_secs(60), "took {took:?}");
-    let v = summary_of("bond", &out);
-    assert_eq!(v["paper"], "bond");
-    assert_eq!(v["seeds"], 10);
-    let num = |id: &str| number(&v, id);
-    assert_numbers_within_intervals(&v);
-    let holds = |id: &str| claim_holds(&v, id);
-    // The paper's numbers stand beside railpath's.
-    assert_eq!(num("filter-gain-dupthresh-adaptive-pct").3, Some(15.0));
-    assert_eq!(num("gamma-MPTCP-100ms").3, Some(1.84));
-    // The claims follow from the numbers.
-    let (a, g) = (num("tcp-a-50ms-mbps").0, num("tcp-g-50ms-mbps").0);
-    let (bond, mptcp) = (num("tcp-bond-50ms-mbps").0, num("tcp-mptcp-50ms-mbps").0);
-    assert_eq!(holds("mptcp-beats-bonding"), bond < mptcp);
-    assert_eq!(holds("mptcp-near-sum"), mptcp >= 0.9 * (a + g));
-    let udp = num("udp-bond-mbps").0;
-    assert_eq!(
-        holds("udp-bonding-near-sum"),
-        udp >= 0.95 * (num("udp-a-mbps").0 + num("udp-g-mbps").0)
-    );
-    assert_eq!(
-        holds("filter-gain"),
-        num("filter-gain-dupthresh-adaptive-pct").1 > 5.0
-    );
-    for place in ["A", "B", "C", "D"] {
-        let best = ["1-1", "2-1", "1-2", "4-3"]
-            .into_iter()
-            .max_by(|x, y| {
-                num(&format!("weights-{place}-{x}-mbps"))
-                    .0
-                    .total_cmp(&num(&format!("weights-{place}-{y}-mbps")).0)
-            })
-            .unwrap();
-        let paper = if place < "C" { "4-3" } else { "2-1" };
-        assert_eq!(holds(&format!("weights-best-{place}")), best == paper);
-    }
-    let html = std::fs::read_to_string(out.join("bond/report.html")).unwrap();
-    assert_eq!(html.matches("<svg class=\"plot\"").count(), 4);
-    for section in [
-        "Throughput per scheme",
-        "Duplicate-ACK filtering",
-        "Weights m:n by place",
-        "Interface failure",
-        "Power: analytic against simulated",
-        "differ",
-    ] {
-        assert!(html.contains(section), "no {section}");
-    }
-    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
-    assert!(index.contains("href=\"bond/report.html\""));
-}
-
-#[test]
-fn bond_reproduction_is_deterministic_and_renders() {
-    let (a, b) = (out_dir("repro-bond-a"), out_dir("repro-bond-b"));
-    assert!(repro_paper("bond", &a, "2").status.success());
-    assert!(repro_paper("bond", &b, "2").status.success());
-    assert_eq!(summary_of("bond", &a), summary_of("bond", &b));
-    let report = |d: &Path| std::fs::read(d.join("bond/report.html")).unwrap();
-    assert_eq!(report(&a), report(&b));
-    let Some(chromium) = chromium() else {
-        return;
-    };
-    let page = rendered(
-        &chromium,
-        &a.join("bond/report.html"),
-        &a.join("chromium-profile"),
-    );
-    assert_eq!(page.matches("<svg class=\"plot\"").count(), 4, "{page}");
-    // Two traces in the failure plot, seven in each power plot.
-    assert!(page.matches("class=\"series\"").count() >= 16);
-}
-
-#[test]
-fn proxy_lb_reproduction_summary_claims_and_report() {
-    use railpath_repro::proxy_lb::{scenario, Mode};
-    let out = out_dir("repro-proxy-lb");
-    let t = Instant::now();
-    let o = repro_paper("proxy-lb", &out, "10");
-    let took = t.elapsed();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    // Reported, not asserted: some 70-110 s on 2 cores (63 runs of 960 s and 15 of 30 s).
-    eprintln!(
-        "railpath repro proxy-lb --seeds 10 took {:.1} s",
-        took.as_secs_f64()
-    );
-    let v = summary_of("proxy-lb", &out);
-    assert_eq!(v["paper"], "proxy-lb");
-    assert_eq!(v["format"], "railpath-repro/1");
-    // Each 960 s run holds some 40 handovers per carrier: the reproduction takes 3 of the seeds.
-    assert_eq!(v["seeds"], 3);
-    // Load balancer and minRTT with 1-5 cars, ECF, BLEST and redundant with 1, 3 and 5, the
-    // two runs whose handovers drop the queue (3 seeds each), and 3 x 5 validation runs.
-    assert_eq!(v["runs"], 5 * 2 * 3 + 3 * 3 * 3 + 2 * 3 + 3 * 5);
-    assert_numbers_within_intervals(&v);
-    // The paper gives figures without numbers: every number is railpath's alone. A number
-    // given twice (minRTT's totals at 1, 3 and 5 cars, in the cars' and the schedulers'
-    // tables) has one value.
-    let all = v["numbers"].as_array().unwrap();
-    for n in all {
-        assert!(n["paper"].is_null(), "{n}");
-        for m in all.iter().filter(|m| m["id"] == n["id"]) {
-            assert_eq!(m, n);
-        }
-    }
-    // Without --testbed, the simulator's claims only.
-    let mut ids: Vec<&str> = v["claims"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["id"].as_str().unwrap())
-        .collect();
-    ids.sort_unstable();
-    assert_eq!(
-        ids,
-        [
-            "lb-dips-at-own-handovers",
-            "mptcp-above-lb",
-            "mptcp-converges",
-            "mptcp-sends-through-handovers",
-            "per-car-falls",
-            "redundant-does-not-beat-lb",
-            "schedulers-beat-lb",
-            "total-rises",
-        ]
-    );
-    let num = |id: &str| number(&v, id);
-    let holds = |id: &str| claim_holds(&v, id);
-    for id in [
-        "train-balia-mbps",
-        "train-uncoupled-bbr-mbps",
-        "train-uncoupled-cubic-mbps",
-        "lb-3-cars-drop-handovers-total-mbps",
-        "mptcp-ecf-3-cars-drop-handovers-total-mbps",
-    ] {
-        let g = num(id).0;
-        assert!(g > 0.0 && g < 70.0, "{id}: {g}");
-    }
-    // Goodput against the number of cars: within the carriers' 70 Mbit/s, per car the total's
-    // share, and the paired difference's mean the difference of the means.
-    let total = |sys: &str, n: usize| num(&format!("{sys}-{n}-cars-total-mbps")).0;
-    let per_car = |sys: &str, n: usize| num(&format!("{sys}-{n}-cars-per-car-mbps")).0;
-    for n in 1..=5 {
-        for sys in ["lb", "mptcp-minrtt"] {
-            assert!(total(sys, n) > 0.0 && total(sys, n) < 70.0, "{sys} {n}");
-            assert!((per_car(sys, n) - total(sys, n) / n as f64).abs() < 1e-9);
-        }
-        let d = num(&format!("mptcp-minus-lb-{n}-cars-mbps")).0;
-        assert!((d - (total("mptcp-minrtt", n) - total("lb", n))).abs() < 1e-9);
-    }
-    // The claims follow from the numbers.
-    let falls = |sys: &str| (1..5).all(|n| per_car(sys, n + 1) < per_car(sys, n));
-    assert_eq!(holds("per-car-falls"), falls("lb") && falls("mptcp-minrtt"));
-    let rises = |sys: &str| total(sys, 5) > total(sys, 1);
-    assert_eq!(holds("total-rises"), rises("lb") && rises("mptcp-minrtt"));
-    let above = (1..=5).all(|n| num(&format!("mptcp-minus-lb-{n}-cars-mbps")).1 > 0.0);
-    assert_eq!(holds("mptcp-above-lb"), above);
-    // The goodput the carriers can deliver: their rates less the segments' headers, while up.
-    let s = scenario(Mode::Mptcp(0), 5, 1, None).unwrap();
-    let tcp = s.tcp_config(0);
-    let payload = tcp.mss_bytes as f64 / (tcp.mss_bytes + tcp.header_bytes) as f64;
-    let d = s.run.duration_s;
-    let usable: f64 = [("isp-a", 40.0), ("isp-b", 30.0)]
-        .iter()
-        .map(|(id, rate)| {
-            let l = s.links.iter().find(|l| l.id == *id).unwrap();
-            let down: f64 = l
-                .outage_list(d)
-                .iter()
-                .map(|o| (o.duration_ms / 1000.0).min(d - o.start_s))
-                .sum();
-            rate * payload * (1.0 - down / d)
-        })
-        .sum();
-    let share = |n: usize| total("mptcp-minrtt", n) / usable;
-    assert_eq!(
-        holds("mptcp-converges"),
-        share(5) >= 0.9 && share(5) >= share(1),
-        "usable {usable}"
-    );
-    // Two cars, goodput in a handover's second as a percentage of the car's mean.
-    let dip = |sys: &str, car: usize, isp: &str| {
-        num(&format!(
-            "{sys}-2-cars-car{car}-goodput-at-{isp}-handovers-pct"
-        ))
-        .0
-    };
-    let (l1a, l1b, l2a, l2b) = (
-        dip("lb", 1, "isp-a"),
-        dip("lb", 1, "isp-b"),
-        dip("lb", 2, "isp-a"),
-        dip("lb", 2, "isp-b"),
-    );
-    assert_eq!(
-        holds("lb-dips-at-own-handovers"),
-        l1a < 50.0 && l2b < 50.0 && l1b > 80.0 && l2a > 80.0,
-        "{l1a} {l1b} {l2a} {l2b}"
-    );
-    let mp_low = [1, 2]
-        .iter()
-        .flat_map(|&car| {
-            [
-                dip("mptcp-minrtt", car, "isp-a"),
-                dip("mptcp-minrtt", car, "isp-b"),
-            ]
-        })
-        .fold(f64::INFINITY, f64::min);
-    assert_eq!(
-        holds("mptcp-sends-through-handovers"),
-        mp_low >= 25.0 && l1a < mp_low && l2b < mp_low,
-        "{mp_low} {l1a} {l2b}"
-    );
-    // The schedulers: mean total over 1, 3 and 5 cars against the load balancer's.
-    let over_135 = |sys: &str| [1, 3, 5].iter().map(|&n| total(sys, n)).sum::<f64>() / 3.0;
-    let lb_mean = over_135("lb");
-    let beats = |sched: &str| over_135(&format!("mptcp-{sched}")) > lb_mean;
-    assert_eq!(
-        holds("schedulers-beat-lb"),
-        beats("minrtt") && beats("ecf") && beats("blest")
-    );
-    assert_eq!(holds("redundant-does-not-beat-lb"), !beats("redundant"));
-    for sched in ["minrtt", "ecf", "blest", "redundant"] {
-        for n in [1, 3, 5] {
-            let g = total(&format!("mptcp-{sched}"), n);
-            assert!(g > 0.0 && g < 70.0, "{sched} {n}: {g}");
-        }
-    }
-    let report = out.join("proxy-lb/report.html");
-    let html = std::fs::read_to_string(&report).unwrap();
-    // Total and per-car bars, and two cars' goodput over time for each system.
-    assert_eq!(html.matches("<svg class=\"plot\"").count(), 4);
-    for section in [
-        "Goodput against the number of cars",
-        "Handovers",
-        "Schedulers",
-        "The validation set",
-        "The real kernel",
-        "Not run this time",
-        "Discussion",
-    ] {
-        assert!(html.contains(section), "no {section}");
-    }
-    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
-    assert!(index.contains("href=\"proxy-lb/report.html\""));
-    let Some(chromium) = chromium() else {
-        return;
-    };
-    let page = rendered(&chromium, &report, &out.join("chromium-profile"));
-    assert_eq!(page.matches("<svg class=\"plot\"").count(), 4, "{page}");
-    // Two systems x 5 car counts in each bar plot, two cars in each plot over time, and the
-    // handovers of the first 120 s (ISP_A 4, ISP_B 5) shaded in each.
-    assert!(page.matches("class=\"bar\"").count() >= 20);
-    assert!(page.matches("class=\"series\"").count() >= 4);
-    assert!(page.matches("class=\"band\"").count() >= 18);
 }
 
 /// `--testbed-cars` and `--testbed-duration` are checked before the testbed's environment, so
@@ -885,20 +287,16 @@ fn proxy_lb_kernel_side_on_the_testbed() {
             > number(&v, &format!("kernel-lb-{n}-cars-total-mbps")).0
     });
     assert_eq!(claim_holds(&v, "kernel-mptcp-above-lb"), above);
-    // The report's kernel section has the table, one row per car count, and the runs' notes.
-    let report = std::fs::read_to_string(out.join("proxy-lb/report.html")).unwrap();
-    let section = report
-        .split("<h2>The real kernel</h2>")
-        .nth(1)
-        .expect("kernel section")
-        .split("<h2>")
-        .next()
-        .unwrap();
-    assert!(section.contains("kernel, per car"), "{section}");
-    assert_eq!(section.matches("<tr><td>").count(), 2, "{section}");
-    assert!(
-        section.contains("car1 balancer lb -&gt; isp-a"),
-        "{section}"
-    );
-    assert!(section.contains("car2 proxy"), "{section}");
+    // One car count more has no numbers: the kernel ran 1 and 2 cars only. (The report's kernel
+    // section, a row per car count with the per-car goodputs and the runs' notes: the unit test
+    // of crates/repro/src/proxy_lb.rs with a stand-in kernel.)
+    assert!(!v["numbers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n["id"] == "kernel-lb-3-cars-total-mbps"));
+    // The runs' notes, as the frame logs each run's when it is done: the balancer gave car 1
+    // ISP_A, the proxy carried car 2.
+    assert!(stderr.contains("car1 balancer lb -> isp-a"), "{stderr}");
+    assert!(stderr.contains("car2 proxy"), "{stderr}");
 }

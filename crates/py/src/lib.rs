@@ -127,20 +127,15 @@ fn repro(py: Python<'_>, paper: &str, out: &str, seeds: u64, jobs: usize) -> PyR
         )));
     }
     let opts = railpath_repro::Options {
-        out: out.into(),
-        seeds,
         jobs,
-        kernel: None,
-        kernel_runs: 0,
-        kernel_side_by_side: false,
-        kernel_duration_s: None,
-        kernel_cars: None,
+        ..railpath_repro::Options::simulator(out, seeds)
     };
     let paper = paper.to_string();
     let done = py
         .detach(move || railpath_repro::run(&paper, &opts, &mut |_| {}))
         .map_err(pyo3::exceptions::PyRuntimeError::new_err)?;
-    serde_json::to_string(&done)
+    let summaries: Vec<&railpath_repro::Summary> = done.iter().map(|r| &r.summary).collect();
+    serde_json::to_string(&summaries)
         .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
 }
 

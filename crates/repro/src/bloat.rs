@@ -12,13 +12,13 @@
 //! drained (the bloat "clears": its queueing delay back under the highest it was before any
 //! cross traffic).
 
-use crate::pha::{number, par_map};
+use crate::findings::{fmt_number, number, Block, Claim, Findings, Meta, Table};
+use crate::frame::{Context, Plan, Runs, Study};
+use crate::sim;
 use crate::stats::mean;
-use crate::svg::{self, esc};
-use crate::{fmt_number, Claim, Options, Summary, FORMAT};
+use crate::svg::Plot;
 use railpath_scenario::Scenario;
 use std::fmt::Write;
-use std::path::Path;
 
 const PAPER: &str = include_str!("../../../scenarios/bloat/paper.toml");
 const FILE: &str = "scenarios/bloat/paper.toml";
@@ -37,7 +37,7 @@ const REORDER: [[f64; 4]; 2] = [[2874.0, 90.0, 423.0, 4.0], [2601.0, 109.0, 163.
 const CLEAR_S: [f64; 2] = [26.0, 48.8];
 
 #[derive(Debug, Clone, Copy)]
-struct Job {
+pub struct Job {
     sched: usize,
     monitor: bool,
     seed: u64,
@@ -46,7 +46,7 @@ struct Job {
 
 /// What one run gives the report.
 #[derive(Debug, Clone, Default)]
-struct Out {
+pub struct Out {
     mbps: f64,
     /// (max, avg) packets; reordering (max, avg) ms.
     send: (f64, f64),
@@ -75,8 +75,7 @@ fn periods(s: &Scenario) -> Vec<(f64, f64)> {
 }
 
 fn scenario(job: &Job) -> Result<Scenario, String> {
-    let mut s = railpath_scenario::load_text(PAPER, FILE, Path::new("."), &[])
-        .map_err(|e| e.to_string())?;
+    let mut s = sim::load(PAPER, FILE, &[])?;
     s.run.seed = job.seed;
     let mp = s
         .flows
@@ -122,7 +121,7 @@ fn first_below(v: &[f64], bin_s: f64, from: f64, level: f64) -> Option<f64> {
 
 fn one(job: &Job) -> Result<Out, String> {
     let s = scenario(job)?;
-    let r = crate::simulate(&s)?;
+    let r = sim::simulate(&s)?;
     let f = r
         .summary
         .flows
@@ -197,198 +196,346 @@ fn one(job: &Job) -> Result<Out, String> {
     })
 }
 
+/// The report's setup.
+const SETUP: &str = r#"<p>As in the paper: a 60 s bulk MPTCP transfer over two paths of 10 Mbit/s and 10 ms, LIA, 1400-byte packets, a
+3000-packet receive buffer, Round Robin and Lowest-RTT scheduling; random UDP cross traffic shares path 2's bottleneck
+from 10 to 20 s (peak 23, mean 16 Mbit/s) and from 35 to 43 s (peak 25, mean 17.5 Mbit/s) behind a router with a very
+large buffer. Choices the paper does not state, argued in <code>scenarios/bloat/paper.toml</code>: a 10000-packet
+buffer on path 2 (100 on path 1); the cross traffic an on/off source at its peak rate with exponential periods (mean on
+200 ms), ns-3's OnOffApplication; railpath's TCP defaults below MPTCP, with each subflow's send buffer at ns-3's default
+socket buffer (128 KB), so that MPTCP alone does not bloat path 2's buffer itself. A seed draws the cross traffic's periods.
+The monitor: a record per assignment of data to a subflow, removed when both ACK levels cover it; suspicion when the
+send buffer is above its time average; bufferbloat when a subflow's TransmitTimes (its records over its largest cwnd)
+exceeds 3 + 7 (min(r, 2) - 1), r the ratio of the paths' minimum RTTs; then path 2's packets (the head of the monitor's
+first) are sent again on path 1 while new data keeps going to path 2, for as long as the send buffer stays above its
+average (the send buffer here: from the oldest data not covered by both ACK levels to the newest sent). No value was
+tuned to the paper's results.</p>"#;
+
 /// One of Tables 2-4: (name, the paper's rows, what a run gives, unit).
-type Table = (
+type PaperTable = (
     &'static str,
     &'static [[f64; 4]; 2],
     fn(&Out) -> (f64, f64),
     &'static str,
 );
 
+const TABLES: [PaperTable; 3] = [
+    ("send-buffer", &SEND_BUF, |o| o.send, "packets"),
+    ("receive-buffer", &RECV_BUF, |o| o.recv, "packets"),
+    ("reorder", &REORDER, |o| o.reorder, "ms"),
+];
+
 /// The runs of one scheduler: without and with the monitor, by seed.
-struct Pair {
-    off: Vec<Out>,
-    on: Vec<Out>,
+struct Pair<'a> {
+    off: Vec<&'a Out>,
+    on: Vec<&'a Out>,
 }
 
-pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summary, String> {
-    if opts.kernel.is_some() {
-        log("bloat: no kernel side: the monitor lives in the MPTCP sender, which the kernel does not have (the simulator's runs follow)");
-    }
-    let seeds: Vec<u64> = (1..=opts.seeds.max(2)).collect();
-    let mut jobs = Vec::new();
-    for sched in 0..SCHEDULERS.len() {
-        for cross in [true, false] {
-            for monitor in [false, true] {
-                jobs.extend(seeds.iter().map(|&seed| Job {
-                    sched,
-                    monitor,
-                    seed,
-                    cross,
-                }));
-            }
-        }
-    }
-    log(&format!(
-        "bloat: {} runs (2 schedulers x without/with the monitor x with/without cross traffic x {} seeds) on {} threads",
-        jobs.len(),
-        seeds.len(),
-        opts.threads()
-    ));
-    let outs = par_map(opts.threads(), &jobs, one)?;
-    let pick = |sched: usize, monitor: bool, cross: bool| -> Vec<Out> {
-        jobs.iter()
-            .zip(&outs)
-            .filter(|(j, _)| j.sched == sched && j.monitor == monitor && j.cross == cross)
-            .map(|(_, o)| o.clone())
-            .collect()
+/// The BLOAT study.
+pub struct Bloat {
+    seeds: u64,
+    /// The cross-traffic periods: (start, stop) s.
+    cross: Vec<(f64, f64)>,
+    duration_s: f64,
+}
+
+/// The report's tables, filled scheduler by scheduler.
+struct Tables {
+    thr: Table,
+    bufs: [Table; 3],
+    timing: Table,
+    control: Table,
+    figs: Vec<Block>,
+}
+
+impl Study for Bloat {
+    const META: Meta = Meta {
+        name: "bloat",
+        title: "BLOAT: sender-side transmission-status monitoring against bufferbloat in MPTCP",
+        page_title: "railpath: the BLOAT paper reproduced",
+        heading:
+            "BLOAT: sender-side transmission-status monitoring against bufferbloat, reproduced",
+        source: "003_e970a19d997de553.txt",
+        digest: "English digest in railpath's seeds.md §4",
+        no_kernel: Some("the monitor lives in the MPTCP sender, which the kernel does not have"),
     };
-    let main = scenario(&Job {
-        sched: 0,
-        monitor: false,
-        seed: 1,
-        cross: true,
-    })?;
-    let cross = periods(&main);
+    type Job = Job;
+    type Out = Out;
 
-    let mut numbers = Vec::new();
-    let mut claims = Vec::new();
-    let mut thr_rows = String::new();
-    let mut buf_rows = [String::new(), String::new(), String::new()];
-    let mut timing_rows = String::new();
-    let mut control_rows = String::new();
-    let mut figs = String::new();
-    let mut disc = Disc::default();
-    for (k, (sname, pname)) in SCHEDULERS.iter().enumerate() {
-        let p = Pair {
-            off: pick(k, false, true),
-            on: pick(k, true, true),
-        };
-        // Throughput, and the gain paired by seed.
-        let off: Vec<f64> = p.off.iter().map(|o| o.mbps).collect();
-        let on: Vec<f64> = p.on.iter().map(|o| o.mbps).collect();
-        let n_off = number(
-            &format!("{sname}-throughput-mbps"),
-            Some(THROUGHPUT[k][0]),
-            &off,
-            "Mbit/s",
-        );
-        let n_on = number(
-            &format!("{sname}-monitor-throughput-mbps"),
-            Some(THROUGHPUT[k][1]),
-            &on,
-            "Mbit/s",
-        );
-        let gain: Vec<f64> = on
-            .iter()
-            .zip(&off)
-            .map(|(a, b)| (a / b - 1.0) * 100.0)
-            .collect();
-        let paper_gain = (THROUGHPUT[k][1] / THROUGHPUT[k][0] - 1.0) * 100.0;
-        let n_gain = number(
-            &format!("{sname}-monitor-gain-pct"),
-            Some(paper_gain),
-            &gain,
-            "%",
-        );
-        let _ = writeln!(
-            thr_rows,
-            "<tr><td>{pname}</td><td>{:.2}</td><td>{}</td><td>{:.2}</td><td>{}</td><td>{paper_gain:+.1}</td><td>{}</td></tr>",
-            THROUGHPUT[k][0],
-            fmt_number(&n_off, 2),
-            THROUGHPUT[k][1],
-            fmt_number(&n_on, 2),
-            fmt_number(&n_gain, 1)
-        );
-        claims.push(Claim {
-            id: format!("{sname}-monitor-raises-throughput"),
-            text: format!("{pname}: the monitor raises MPTCP's average throughput"),
-            holds: n_gain.ci95[0] > 0.0,
-            evidence: format!(
-                "{:.2} to {:.2} Mbit/s, {} % (paired, 95%; the paper: {:.2} to {:.2}, {paper_gain:+.1} %)",
-                n_off.railpath,
-                n_on.railpath,
-                fmt_number(&n_gain, 1),
-                THROUGHPUT[k][0],
-                THROUGHPUT[k][1]
-            ),
-        });
-        disc.gain[k] = n_gain.railpath;
-        disc.mbps[k] = (n_off.railpath, n_on.railpath);
-        numbers.extend([n_off, n_on, n_gain]);
-
-        // Tables 2-4.
-        let tables: [Table; 3] = [
-            ("send-buffer", &SEND_BUF, |o| o.send, "packets"),
-            ("receive-buffer", &RECV_BUF, |o| o.recv, "packets"),
-            ("reorder", &REORDER, |o| o.reorder, "ms"),
-        ];
-        for (t, (tname, paper, get, unit)) in tables.iter().enumerate() {
-            let mut cells = Vec::new();
-            for (m, runs) in [&p.off, &p.on].iter().enumerate() {
-                let mx: Vec<f64> = runs.iter().map(|o| get(o).0).collect();
-                let av: Vec<f64> = runs.iter().map(|o| get(o).1).collect();
-                let suffix = if m == 0 { "" } else { "-monitor" };
-                let nm = number(
-                    &format!("{sname}-{tname}-max{suffix}"),
-                    Some(paper[k][2 * m]),
-                    &mx,
-                    unit,
-                );
-                let na = number(
-                    &format!("{sname}-{tname}-avg{suffix}"),
-                    Some(paper[k][2 * m + 1]),
-                    &av,
-                    unit,
-                );
-                cells.push((nm.clone(), na.clone()));
-                numbers.extend([nm, na]);
-            }
-            let _ = writeln!(
-                buf_rows[t],
-                "<tr><td>{pname}</td><td>{:.0}</td><td>{}</td><td>{:.0}</td><td>{}</td><td>{:.0}</td><td>{}</td><td>{:.0}</td><td>{}</td></tr>",
-                paper[k][0],
-                fmt_number(&cells[0].0, 0),
-                paper[k][1],
-                fmt_number(&cells[0].1, 1),
-                paper[k][2],
-                fmt_number(&cells[1].0, 0),
-                paper[k][3],
-                fmt_number(&cells[1].1, 1),
-            );
-            let (a_off, a_on) = (cells[0].1.railpath, cells[1].1.railpath);
-            disc.tables[k][t] = (a_off, a_on);
-            if t >= 1 {
-                let what = if t == 1 {
-                    "the receiver's mean out-of-order occupancy"
-                } else {
-                    "the mean reordering time"
-                };
-                claims.push(Claim {
-                    id: format!("{sname}-monitor-halves-{tname}"),
-                    text: format!("{pname}: the monitor at least halves {what}"),
-                    holds: a_on <= a_off / 2.0,
-                    evidence: format!(
-                        "{a_off:.1} to {a_on:.1} {unit} (the paper: {:.0} to {:.0})",
-                        paper[k][1], paper[k][3]
-                    ),
-                });
-            } else {
-                claims.push(Claim {
-                    id: format!("{sname}-monitor-shrinks-send-buffer"),
-                    text: format!("{pname}: the monitor shrinks the MPTCP send buffer (mean)"),
-                    holds: a_on < a_off,
-                    evidence: format!(
-                        "{a_off:.1} to {a_on:.1} packets (the paper: {:.0} to {:.0})",
-                        paper[k][1], paper[k][3]
-                    ),
-                });
+    fn plan(cx: &mut Context) -> Result<Plan<Self>, String> {
+        let seeds: Vec<u64> = (1..=cx.opts().seeds.max(2)).collect();
+        let mut jobs = Vec::new();
+        for sched in 0..SCHEDULERS.len() {
+            for cross in [true, false] {
+                for monitor in [false, true] {
+                    jobs.extend(seeds.iter().map(|&seed| Job {
+                        sched,
+                        monitor,
+                        seed,
+                        cross,
+                    }));
+                }
             }
         }
+        let main = scenario(&Job {
+            sched: 0,
+            monitor: false,
+            seed: 1,
+            cross: true,
+        })?;
+        Ok(Plan {
+            study: Bloat {
+                seeds: seeds.len() as u64,
+                cross: periods(&main),
+                duration_s: main.run.duration_s,
+            },
+            jobs,
+            grid: format!(
+                "2 schedulers x without/with the monitor x with/without cross traffic x {} seeds",
+                seeds.len()
+            ),
+        })
+    }
 
-        // Detection after each onset, and when the bloat cleared.
+    fn run(&self, job: &Job) -> Result<Out, String> {
+        one(job)
+    }
+
+    fn analyse(&self, runs: Runs<Job, Out>, _cx: &mut Context) -> Result<Findings, String> {
+        let seeds = self.seeds;
+        let mut f = Findings::new(seeds);
+        let buf_head = [
+            "scheduler",
+            "paper: MPTCP max",
+            "railpath",
+            "paper: MPTCP avg",
+            "railpath",
+            "paper: with the monitor, max",
+            "railpath",
+            "paper: with the monitor, avg",
+            "railpath",
+        ];
+        let mut t = Tables {
+            thr: Table::new([
+                "scheduler",
+                "paper: MPTCP",
+                "railpath",
+                "paper: with the monitor",
+                "railpath",
+                "paper: gain (%)",
+                "railpath: gain (%), paired",
+            ]),
+            bufs: [
+                Table::new(buf_head),
+                Table::new(buf_head),
+                Table::new(buf_head),
+            ],
+            timing: Table::new([
+                "scheduler",
+                "cross traffic",
+                "detected",
+                "detection delay (s)",
+                "paper: clears at (s)",
+                "railpath (s)",
+                "detection ends (s)",
+            ]),
+            control: Table::new([
+                "scheduler",
+                "MPTCP (Mbit/s)",
+                "with the monitor (Mbit/s)",
+                "detections",
+                "packets sent again",
+                "identical runs",
+            ]),
+            figs: Vec::new(),
+        };
+        let mut disc = Disc::default();
+        for k in 0..SCHEDULERS.len() {
+            let pick = |monitor: bool, cross: bool| {
+                runs.select(|j| j.sched == k && j.monitor == monitor && j.cross == cross)
+            };
+            let p = Pair {
+                off: pick(false, true),
+                on: pick(true, true),
+            };
+            throughput(k, &p, &mut f, &mut t, &mut disc);
+            buffers(k, &p, &mut f, &mut t, &mut disc);
+            self.detection(k, &p, &mut f, &mut t, &mut disc);
+            control(
+                k,
+                &pick(false, false),
+                &pick(true, false),
+                &mut f,
+                &mut t,
+                &mut disc,
+            );
+            self.plots(k, &p, &mut t.figs);
+            disc.hol[k] = mean(&p.on.iter().map(|o| o.hol as f64).collect::<Vec<_>>());
+        }
+        f.report.method = format!(
+            "{seeds} seeds per configuration; numbers are means with 95% confidence intervals over seeds."
+        );
+        f.report.setup = SETUP.into();
+        let [send, recv, reorder] = t.bufs;
+        f.section("Average throughput (Mbit/s)", vec![t.thr.into()]);
+        f.section("Table 2: MPTCP send buffer (packets)", vec![send.into()]);
+        f.section("Table 3: receive buffer (packets)", vec![recv.into()]);
+        f.section(
+            "Table 4: reordering time at the receiver (ms)",
+            vec![reorder.into()],
+        );
+        f.section(
+            "Detection, and when the bloat clears",
+            vec![
+                Block::prose(
+                    "<p>Detection delay: from the cross traffic's start to the monitor's first detection. The bloat clears when path 2's\n\
+                     queueing delay is back under the highest it was before any cross traffic (runs without the monitor).</p>",
+                ),
+                t.timing.into(),
+            ],
+        );
+        f.section("Control: no cross traffic", vec![t.control.into()]);
+        f.section(
+            "Where railpath and the paper differ, and why",
+            vec![Block::Prose(discussion(
+                &disc,
+                &self.cross,
+                self.duration_s,
+            ))],
+        );
+        f.section("Plots", t.figs);
+        Ok(f)
+    }
+}
+
+/// Throughput without and with the monitor, and the gain paired by seed.
+fn throughput(k: usize, p: &Pair, f: &mut Findings, t: &mut Tables, disc: &mut Disc) {
+    let (sname, pname) = SCHEDULERS[k];
+    let off: Vec<f64> = p.off.iter().map(|o| o.mbps).collect();
+    let on: Vec<f64> = p.on.iter().map(|o| o.mbps).collect();
+    let n_off = number(
+        &format!("{sname}-throughput-mbps"),
+        Some(THROUGHPUT[k][0]),
+        &off,
+        "Mbit/s",
+    );
+    let n_on = number(
+        &format!("{sname}-monitor-throughput-mbps"),
+        Some(THROUGHPUT[k][1]),
+        &on,
+        "Mbit/s",
+    );
+    let gain: Vec<f64> = on
+        .iter()
+        .zip(&off)
+        .map(|(a, b)| (a / b - 1.0) * 100.0)
+        .collect();
+    let paper_gain = (THROUGHPUT[k][1] / THROUGHPUT[k][0] - 1.0) * 100.0;
+    let n_gain = number(
+        &format!("{sname}-monitor-gain-pct"),
+        Some(paper_gain),
+        &gain,
+        "%",
+    );
+    t.thr.row([
+        pname.to_string(),
+        format!("{:.2}", THROUGHPUT[k][0]),
+        fmt_number(&n_off, 2),
+        format!("{:.2}", THROUGHPUT[k][1]),
+        fmt_number(&n_on, 2),
+        format!("{paper_gain:+.1}"),
+        fmt_number(&n_gain, 1),
+    ]);
+    f.claims.push(Claim::new(
+        format!("{sname}-monitor-raises-throughput"),
+        format!("{pname}: the monitor raises MPTCP's average throughput"),
+        n_gain.ci95[0] > 0.0,
+        format!(
+            "{:.2} to {:.2} Mbit/s, {} % (paired, 95%; the paper: {:.2} to {:.2}, {paper_gain:+.1} %)",
+            n_off.railpath,
+            n_on.railpath,
+            fmt_number(&n_gain, 1),
+            THROUGHPUT[k][0],
+            THROUGHPUT[k][1]
+        ),
+    ));
+    disc.gain[k] = n_gain.railpath;
+    disc.mbps[k] = (n_off.railpath, n_on.railpath);
+    f.numbers.extend([n_off, n_on, n_gain]);
+}
+
+/// Tables 2-4: the send buffer, the receive buffer and the reordering time, max and mean.
+fn buffers(k: usize, p: &Pair, f: &mut Findings, t: &mut Tables, disc: &mut Disc) {
+    let (sname, pname) = SCHEDULERS[k];
+    for (ti, (tname, paper, get, unit)) in TABLES.iter().enumerate() {
+        let mut cells = Vec::new();
+        for (m, runs) in [&p.off, &p.on].iter().enumerate() {
+            let mx: Vec<f64> = runs.iter().map(|o| get(o).0).collect();
+            let av: Vec<f64> = runs.iter().map(|o| get(o).1).collect();
+            let suffix = if m == 0 { "" } else { "-monitor" };
+            let nm = number(
+                &format!("{sname}-{tname}-max{suffix}"),
+                Some(paper[k][2 * m]),
+                &mx,
+                unit,
+            );
+            let na = number(
+                &format!("{sname}-{tname}-avg{suffix}"),
+                Some(paper[k][2 * m + 1]),
+                &av,
+                unit,
+            );
+            cells.push((nm.clone(), na.clone()));
+            f.numbers.extend([nm, na]);
+        }
+        t.bufs[ti].row([
+            pname.to_string(),
+            format!("{:.0}", paper[k][0]),
+            fmt_number(&cells[0].0, 0),
+            format!("{:.0}", paper[k][1]),
+            fmt_number(&cells[0].1, 1),
+            format!("{:.0}", paper[k][2]),
+            fmt_number(&cells[1].0, 0),
+            format!("{:.0}", paper[k][3]),
+            fmt_number(&cells[1].1, 1),
+        ]);
+        let (a_off, a_on) = (cells[0].1.railpath, cells[1].1.railpath);
+        disc.tables[k][ti] = (a_off, a_on);
+        f.claims.push(if ti >= 1 {
+            let what = if ti == 1 {
+                "the receiver's mean out-of-order occupancy"
+            } else {
+                "the mean reordering time"
+            };
+            Claim::new(
+                format!("{sname}-monitor-halves-{tname}"),
+                format!("{pname}: the monitor at least halves {what}"),
+                a_on <= a_off / 2.0,
+                format!(
+                    "{a_off:.1} to {a_on:.1} {unit} (the paper: {:.0} to {:.0})",
+                    paper[k][1], paper[k][3]
+                ),
+            )
+        } else {
+            Claim::new(
+                format!("{sname}-monitor-shrinks-send-buffer"),
+                format!("{pname}: the monitor shrinks the MPTCP send buffer (mean)"),
+                a_on < a_off,
+                format!(
+                    "{a_off:.1} to {a_on:.1} packets (the paper: {:.0} to {:.0})",
+                    paper[k][1], paper[k][3]
+                ),
+            )
+        });
+    }
+}
+
+impl Bloat {
+    /// Detection after each onset, and when the bloat cleared.
+    fn detection(&self, k: usize, p: &Pair, f: &mut Findings, t: &mut Tables, disc: &mut Disc) {
+        let (sname, pname) = SCHEDULERS[k];
         let mut delays_all = Vec::new();
-        for (c, &(start, stop)) in cross.iter().enumerate() {
+        for (c, &(start, stop)) in self.cross.iter().enumerate() {
             let delays: Vec<f64> =
                 p.on.iter()
                     .map(|o| {
@@ -434,84 +581,47 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
                 &clear,
                 "s",
             );
-            let _ = writeln!(
-                timing_rows,
-                "<tr><td>{pname}</td><td>{start:.0}-{stop:.0} s</td><td>{} of {}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
-                found.len(),
-                delays.len(),
+            t.timing.row([
+                pname.to_string(),
+                format!("{start:.0}-{stop:.0} s"),
+                format!("{} of {}", found.len(), delays.len()),
                 fmt_number(&nd, 2),
-                CLEAR_S.get(c).copied().unwrap_or(f64::NAN),
+                format!("{:.1}", CLEAR_S.get(c).copied().unwrap_or(f64::NAN)),
                 fmt_number(&nc, 1),
                 fmt_number(&ne, 1),
-            );
+            ]);
             delays_all.extend(delays);
             disc.clear[c] = nc.railpath;
             disc.detect_end[k][c] = ne.railpath;
             disc.detect_delay[k][c] = nd.railpath;
-            numbers.extend([nd, ne, nc]);
+            f.numbers.extend([nd, ne, nc]);
         }
         let within = delays_all.iter().filter(|d| **d <= 2.0).count();
-        claims.push(Claim {
-            id: format!("{sname}-monitor-detects-within-2-s"),
-            text: format!("{pname}: the monitor detects the bloat within 2 s of each onset"),
-            holds: within == delays_all.len(),
-            evidence: format!(
+        f.claims.push(Claim::new(
+            format!("{sname}-monitor-detects-within-2-s"),
+            format!("{pname}: the monitor detects the bloat within 2 s of each onset"),
+            within == delays_all.len(),
+            format!(
                 "detected within 2 s of the cross traffic's start in {within} of {} periods x seeds (largest delay {:.2} s)",
                 delays_all.len(),
                 delays_all.iter().copied().fold(f64::NAN, f64::max)
             ),
-        });
+        ));
         disc.detect_max[k] = delays_all.iter().copied().fold(f64::NAN, f64::max);
+    }
 
-        // Control: no cross traffic.
-        let c_off: Vec<f64> = pick(k, false, false).iter().map(|o| o.mbps).collect();
-        let c_runs = pick(k, true, false);
-        let c_on: Vec<f64> = c_runs.iter().map(|o| o.mbps).collect();
-        let fired: usize = c_runs.iter().map(|o| o.episodes.len()).sum();
-        let resent: u64 = c_runs.iter().map(|o| o.hol).sum();
-        let n_coff = number(
-            &format!("{sname}-no-cross-throughput-mbps"),
-            None,
-            &c_off,
-            "Mbit/s",
-        );
-        let n_con = number(
-            &format!("{sname}-no-cross-monitor-throughput-mbps"),
-            None,
-            &c_on,
-            "Mbit/s",
-        );
-        let same = c_off == c_on;
-        let _ = writeln!(
-            control_rows,
-            "<tr><td>{pname}</td><td>{}</td><td>{}</td><td>{fired}</td><td>{resent}</td><td>{}</td></tr>",
-            fmt_number(&n_coff, 2),
-            fmt_number(&n_con, 2),
-            if same { "yes" } else { "no" }
-        );
-        claims.push(Claim {
-            id: format!("{sname}-monitor-quiet-without-cross-traffic"),
-            text: format!("{pname}: without cross traffic the monitor never fires and changes nothing"),
-            holds: fired == 0 && resent == 0 && same,
-            evidence: format!(
-                "{fired} detections and {resent} packets sent again over {} seeds; throughput {:.3} without and {:.3} Mbit/s with the monitor",
-                c_runs.len(),
-                n_coff.railpath,
-                n_con.railpath
-            ),
-        });
-        disc.alone[k] = n_coff.railpath;
-        numbers.extend([n_coff, n_con]);
-
-        // Plots of seed 1.
-        let (o_off, o_on) = (&p.off[0], &p.on[0]);
+    /// Plots of seed 1: throughput, path 2's queueing delay (Round Robin), TransmitTimes.
+    fn plots(&self, k: usize, p: &Pair, figs: &mut Vec<Block>) {
+        let pname = SCHEDULERS[k].1;
+        let (o_off, o_on) = (p.off[0], p.on[0]);
         let t = |v: &[f64], bin: f64| -> Vec<(f64, f64)> {
             v.iter()
                 .enumerate()
                 .map(|(i, x)| ((i + 1) as f64 * bin, *x))
                 .collect()
         };
-        let mut bands: Vec<(f64, f64, String)> = cross
+        let mut bands: Vec<(f64, f64, String)> = self
+            .cross
             .iter()
             .map(|&(a, b)| (a, b, "cross traffic".to_string()))
             .collect();
@@ -520,72 +630,95 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
                 .iter()
                 .map(|&(a, b)| (a, b, "bloat detected".to_string())),
         );
-        let _ = write!(
-            figs,
-            "<figure>{}<figcaption>{pname}, seed 1: MPTCP's throughput per second, without and with the monitor. Grey: cross traffic on path 2; orange: the monitor's episodes (bloat detected).</figcaption></figure>",
-            svg::lines_with_bands(
+        figs.push(Block::figure(
+            Plot::bands(
                 &format!("{pname}: throughput over time (seed 1)"),
                 "time (s)",
                 "throughput (Mbit/s)",
-                &[
+                vec![
                     ("MPTCP".to_string(), per_second(&o_off.goodput, o_off.bin_s)),
                     ("with the monitor".to_string(), per_second(&o_on.goodput, o_on.bin_s)),
                 ],
-                &bands,
-            )
-        );
+                bands.clone(),
+            ),
+            format!("{pname}, seed 1: MPTCP's throughput per second, without and with the monitor. Grey: cross traffic on path 2; orange: the monitor's episodes (bloat detected)."),
+        ));
         if k == 0 {
-            let _ = write!(
-                figs,
-                "<figure>{}<figcaption>Path 2's queueing delay (seed 1, Round Robin): the cross traffic fills the router's buffer; it drains at the link rate once the cross traffic stops.</figcaption></figure>",
-                svg::lines_with_bands(
+            figs.push(Block::figure(
+                Plot::bands(
                     "Path 2: queueing delay (seed 1)",
                     "time (s)",
                     "queueing delay (ms)",
-                    &[
+                    vec![
                         ("MPTCP".to_string(), t(&o_off.delay2, o_off.bin_s)),
                         ("with the monitor".to_string(), t(&o_on.delay2, o_on.bin_s)),
                     ],
-                    &bands[..cross.len()],
-                )
-            );
+                    bands[..self.cross.len()].to_vec(),
+                ),
+                "Path 2's queueing delay (seed 1, Round Robin): the cross traffic fills the router's buffer; it drains at the link rate once the cross traffic stops.",
+            ));
         }
-        let _ = write!(
-            figs,
-            "<figure>{}<figcaption>{pname}, seed 1, with the monitor: TransmitTimes of subflow 1 (its records in the monitor over its largest cwnd), the paper's Fig. 9. It is the healthy path's count that rises: its data waits for the data-level ACK behind path 2's head-of-line packet.</figcaption></figure>",
-            svg::lines_with_bands(
+        figs.push(Block::figure(
+            Plot::bands(
                 &format!("{pname}: TransmitTimes of subflow 1 (seed 1)"),
                 "time (s)",
                 "TransmitTimes",
-                &[("subflow 1".to_string(), t(&o_on.tt1, o_on.bin_s))],
-                &bands,
-            )
-        );
-        disc.hol[k] = mean(&p.on.iter().map(|o| o.hol as f64).collect::<Vec<_>>());
+                vec![("subflow 1".to_string(), t(&o_on.tt1, o_on.bin_s))],
+                bands,
+            ),
+            format!("{pname}, seed 1, with the monitor: TransmitTimes of subflow 1 (its records in the monitor over its largest cwnd), the paper's Fig. 9. It is the healthy path's count that rises: its data waits for the data-level ACK behind path 2's head-of-line packet."),
+        ));
     }
+}
 
-    let summary = Summary {
-        format: FORMAT.into(),
-        paper: "bloat".into(),
-        source: "003_e970a19d997de553.txt".into(),
-        railpath_version: railpath_sim::VERSION.into(),
-        seeds: seeds.len() as u64,
-        runs: jobs.len() as u64,
-        claims,
-        numbers,
-    };
-    let html = report(
-        &summary,
-        &thr_rows,
-        &buf_rows,
-        &timing_rows,
-        &control_rows,
-        &figs,
-        &discussion(&disc, &cross, main.run.duration_s),
+/// The control: no cross traffic, without and with the monitor.
+fn control(
+    k: usize,
+    c_off_runs: &[&Out],
+    c_runs: &[&Out],
+    f: &mut Findings,
+    t: &mut Tables,
+    disc: &mut Disc,
+) {
+    let (sname, pname) = SCHEDULERS[k];
+    let c_off: Vec<f64> = c_off_runs.iter().map(|o| o.mbps).collect();
+    let c_on: Vec<f64> = c_runs.iter().map(|o| o.mbps).collect();
+    let fired: usize = c_runs.iter().map(|o| o.episodes.len()).sum();
+    let resent: u64 = c_runs.iter().map(|o| o.hol).sum();
+    let n_coff = number(
+        &format!("{sname}-no-cross-throughput-mbps"),
+        None,
+        &c_off,
+        "Mbit/s",
     );
-    let p = dir.join("report.html");
-    std::fs::write(&p, html).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
-    Ok(summary)
+    let n_con = number(
+        &format!("{sname}-no-cross-monitor-throughput-mbps"),
+        None,
+        &c_on,
+        "Mbit/s",
+    );
+    let same = c_off == c_on;
+    t.control.row([
+        pname.to_string(),
+        fmt_number(&n_coff, 2),
+        fmt_number(&n_con, 2),
+        fired.to_string(),
+        resent.to_string(),
+        if same { "yes" } else { "no" }.to_string(),
+    ]);
+    f.claims.push(Claim::new(
+        format!("{sname}-monitor-quiet-without-cross-traffic"),
+        format!("{pname}: without cross traffic the monitor never fires and changes nothing"),
+        fired == 0 && resent == 0 && same,
+        format!(
+            "{fired} detections and {resent} packets sent again over {} seeds; throughput {:.3} without and {:.3} Mbit/s with the monitor",
+            c_runs.len(),
+            n_coff.railpath,
+            n_con.railpath
+        ),
+    ));
+    disc.alone[k] = n_coff.railpath;
+    f.numbers.extend([n_coff, n_con]);
 }
 
 /// What the discussion reads, per scheduler.
@@ -685,89 +818,6 @@ fn discussion(d: &Disc, cross: &[(f64, f64)], duration: f64) -> String {
          ACK, sampled every 100 ms.</p>"
     );
     out
-}
-
-#[allow(clippy::too_many_arguments)]
-fn report(
-    s: &Summary,
-    thr_rows: &str,
-    buf_rows: &[String; 3],
-    timing_rows: &str,
-    control_rows: &str,
-    figs: &str,
-    discussion: &str,
-) -> String {
-    let claims = crate::claim_rows(s);
-    let held = s.claims.iter().filter(|c| c.holds).count();
-    let head = "<tr><th>scheduler</th><th>paper: MPTCP max</th><th>railpath</th><th>paper: MPTCP avg</th><th>railpath</th><th>paper: with the monitor, max</th><th>railpath</th><th>paper: with the monitor, avg</th><th>railpath</th></tr>";
-    format!(
-        r#"<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>railpath: the BLOAT paper reproduced</title>
-<style>{css}</style></head><body>
-<h1>BLOAT: sender-side transmission-status monitoring against bufferbloat, reproduced</h1>
-<p>Source: <code>{src}</code> (English digest in railpath's seeds.md §4). railpath {ver}: {runs} simulated runs,
-{seeds} seeds per configuration; numbers are means with 95% confidence intervals over seeds. {held} of {nclaims} claims hold.</p>
-
-<h2>Setup</h2>
-<p>As in the paper: a 60 s bulk MPTCP transfer over two paths of 10 Mbit/s and 10 ms, LIA, 1400-byte packets, a
-3000-packet receive buffer, Round Robin and Lowest-RTT scheduling; random UDP cross traffic shares path 2's bottleneck
-from 10 to 20 s (peak 23, mean 16 Mbit/s) and from 35 to 43 s (peak 25, mean 17.5 Mbit/s) behind a router with a very
-large buffer. Choices the paper does not state, argued in <code>scenarios/bloat/paper.toml</code>: a 10000-packet
-buffer on path 2 (100 on path 1); the cross traffic an on/off source at its peak rate with exponential periods (mean on
-200 ms), ns-3's OnOffApplication; railpath's TCP defaults below MPTCP, with each subflow's send buffer at ns-3's default
-socket buffer (128 KB), so that MPTCP alone does not bloat path 2's buffer itself. A seed draws the cross traffic's periods.
-The monitor: a record per assignment of data to a subflow, removed when both ACK levels cover it; suspicion when the
-send buffer is above its time average; bufferbloat when a subflow's TransmitTimes (its records over its largest cwnd)
-exceeds 3 + 7 (min(r, 2) - 1), r the ratio of the paths' minimum RTTs; then path 2's packets (the head of the monitor's
-first) are sent again on path 1 while new data keeps going to path 2, for as long as the send buffer stays above its
-average (the send buffer here: from the oldest data not covered by both ACK levels to the newest sent). No value was
-tuned to the paper's results.</p>
-
-<h2>Claims</h2>
-<table><tr><th>claim</th><th>railpath</th><th>evidence</th></tr>
-{claims}</table>
-
-<h2>Average throughput (Mbit/s)</h2>
-<table><tr><th>scheduler</th><th>paper: MPTCP</th><th>railpath</th><th>paper: with the monitor</th><th>railpath</th><th>paper: gain (%)</th><th>railpath: gain (%), paired</th></tr>
-{thr_rows}</table>
-
-<h2>Table 2: MPTCP send buffer (packets)</h2>
-<table>{head}
-{send}</table>
-<h2>Table 3: receive buffer (packets)</h2>
-<table>{head}
-{recv}</table>
-<h2>Table 4: reordering time at the receiver (ms)</h2>
-<table>{head}
-{reorder}</table>
-
-<h2>Detection, and when the bloat clears</h2>
-<p>Detection delay: from the cross traffic's start to the monitor's first detection. The bloat clears when path 2's
-queueing delay is back under the highest it was before any cross traffic (runs without the monitor).</p>
-<table><tr><th>scheduler</th><th>cross traffic</th><th>detected</th><th>detection delay (s)</th><th>paper: clears at (s)</th><th>railpath (s)</th><th>detection ends (s)</th></tr>
-{timing_rows}</table>
-
-<h2>Control: no cross traffic</h2>
-<table><tr><th>scheduler</th><th>MPTCP (Mbit/s)</th><th>with the monitor (Mbit/s)</th><th>detections</th><th>packets sent again</th><th>identical runs</th></tr>
-{control_rows}</table>
-
-<h2>Where railpath and the paper differ, and why</h2>
-{discussion}
-
-<h2>Plots</h2>
-<div class="figs">{figs}</div>
-</body></html>
-"#,
-        css = crate::CSS,
-        src = esc(&s.source),
-        ver = esc(&s.railpath_version),
-        runs = s.runs,
-        seeds = s.seeds,
-        nclaims = s.claims.len(),
-        send = buf_rows[0],
-        recv = buf_rows[1],
-        reorder = buf_rows[2],
-    )
 }
 
 #[cfg(test)]

@@ -11,18 +11,17 @@
 //! carrier's handovers. Improvements are paired: with and without PHA on the same seed, then
 //! the mean and 95% interval over seeds.
 
+use crate::findings::{fmt_interval, number, Block, Claim, Findings, Meta, Number, Table};
+use crate::frame::{Context, KernelJob, KernelRun, Options, Plan, Runs, Study};
+use crate::sim;
 use crate::stats::{ci95, mean};
-use crate::svg::{self, esc};
-use crate::{Claim, Number, Options, Summary, FORMAT};
+use crate::svg::{esc, Plot};
 use railpath_scenario::Scenario;
-use railpath_sim::Time;
-use std::fmt::Write;
-use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 const MPTCP: &str = include_str!("../../../scenarios/pha/mptcp.toml");
+const MPTCP_FILE: &str = "scenarios/pha/mptcp.toml";
 const TCP: &str = include_str!("../../../scenarios/pha/tcp.toml");
+const TCP_FILE: &str = "scenarios/pha/tcp.toml";
 pub const SCHEDULERS: [&str; 4] = ["minrtt", "ecf", "blest", "peekaboo"];
 pub const MECHANISMS: [&str; 3] = ["none", "pha", "pha-d"];
 const LEARN_SEED: u64 = 1000;
@@ -36,7 +35,7 @@ const TABLE4_PHA: [f64; 4] = [0.243, 0.223, 0.239, 0.243];
 
 /// What one run gives the report.
 #[derive(Debug, Clone, Default)]
-struct Run {
+pub struct Run {
     goodput: f64,
     handover: f64,
     retx_ratio_pct: f64,
@@ -46,23 +45,12 @@ struct Run {
 }
 
 fn load(text: &str, file: &str, over: &[String]) -> Result<Scenario, String> {
-    railpath_scenario::load_text(text, file, Path::new("."), over).map_err(|e| e.to_string())
+    sim::load(text, file, over)
 }
 
 /// The handover table every run uses: learned from the preliminary runs.
 fn learn_table(base: &Scenario) -> Result<railpath_radio::table::HandoverTable, String> {
-    let mut s = base.clone();
-    s.run.seed = LEARN_SEED;
-    s.flows[0].handover_table_learn_runs = Some(LEARN_RUNS);
-    s.flows[0].handover_table_data = None;
-    let end = Time::from_secs_f64(s.run.duration_s);
-    let r = s.validate().map_err(|e| e.to_string())?;
-    let radio = r.radio.as_ref().ok_or("the PHA scenario has carriers")?;
-    let gps = s.flows[0]
-        .gps_error_m
-        .unwrap_or(railpath_sim::mechanisms::pha::DEFAULT_GPS_ERROR_M);
-    railpath_sim::mechanisms::pha::learn_table(radio, LEARN_SEED, LEARN_RUNS, gps, end)
-        .map_err(|e| format!("flow {:?}: {e}", s.flows[0].id))
+    sim::learn_table(base, 0, LEARN_SEED, LEARN_RUNS)
 }
 
 fn summarize(r: &railpath_sim::RunResults, flow: usize, keep_around: bool) -> Run {
@@ -115,35 +103,6 @@ fn around_mean(runs: &[Run]) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// `f` over `jobs` on `threads` threads, results in the jobs' order; the first error wins.
-pub(crate) fn par_map<J: Sync, R: Send>(
-    threads: usize,
-    jobs: &[J],
-    f: impl Fn(&J) -> Result<R, String> + Sync,
-) -> Result<Vec<R>, String> {
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<R, String>>>> =
-        Mutex::new((0..jobs.len()).map(|_| None).collect());
-    std::thread::scope(|sc| {
-        for _ in 0..threads.min(jobs.len()).max(1) {
-            sc.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(job) = jobs.get(i) else {
-                    break;
-                };
-                let out = f(job);
-                results.lock().expect("no poisoned lock")[i] = Some(out);
-            });
-        }
-    });
-    results
-        .into_inner()
-        .expect("no poisoned lock")
-        .into_iter()
-        .map(|r| r.ok_or_else(|| "a run did not finish".to_string())?)
-        .collect()
-}
-
 /// The MPTCP scenario with one scheduler and mechanism, one seed, and optionally the
 /// connection's data-level receive buffer (packets) of the load sweep.
 fn configured(base: &Scenario, si: usize, mech: &str, seed: u64, rbuf: Option<u32>) -> Scenario {
@@ -160,52 +119,6 @@ fn configured(base: &Scenario, si: usize, mech: &str, seed: u64, rbuf: Option<u3
     s
 }
 
-/// Run every (scheduler, mechanism, seed) and the TCP baseline on `threads` threads.
-#[allow(clippy::type_complexity)]
-fn run_all(
-    opts: &Options,
-    base: &Scenario,
-    tcp: &Scenario,
-    log: &mut dyn FnMut(&str),
-) -> Result<(Vec<Vec<Vec<Run>>>, Vec<Run>), String> {
-    let seeds: Vec<u64> = (1..=opts.seeds).collect();
-    // Jobs: (scheduler index, mechanism index, seed); mechanism index 3 = TCP baseline.
-    let mut jobs: Vec<(usize, usize, u64)> = Vec::new();
-    for si in 0..SCHEDULERS.len() {
-        for mi in 0..MECHANISMS.len() {
-            for &seed in &seeds {
-                jobs.push((si, mi, seed));
-            }
-        }
-    }
-    for &seed in &seeds {
-        jobs.push((0, 3, seed));
-    }
-    let results = par_map(opts.threads(), &jobs, |&(si, mi, seed)| {
-        if mi == 3 {
-            let mut s = tcp.clone();
-            s.run.seed = seed;
-            let r = crate::simulate(&s)?;
-            return Ok((0..r.summary.flows.len())
-                .map(|k| summarize(&r, k, false))
-                .collect::<Vec<_>>());
-        }
-        let r = crate::simulate(&configured(base, si, MECHANISMS[mi], seed, None))?;
-        Ok(vec![summarize(&r, 0, si == 0)])
-    })?;
-    log(&format!("pha: {} runs done", jobs.len()));
-    let mut grid = vec![vec![Vec::new(); MECHANISMS.len()]; SCHEDULERS.len()];
-    let mut tcp_runs = Vec::new();
-    for (&(si, mi, _), r) in jobs.iter().zip(results) {
-        if mi == 3 {
-            tcp_runs.extend(r);
-        } else {
-            grid[si][mi].extend(r);
-        }
-    }
-    Ok((grid, tcp_runs))
-}
-
 /// The load sweep's data-level receive buffers (packets of 1448 B), PHA against plain for each
 /// scheduler. The paper's flows carried 2.4 Mbit/s on 25 Mbit/s carriers, far below capacity;
 /// railpath's main experiment is a bulk download that fills both carriers. A receive buffer
@@ -217,35 +130,6 @@ pub const SWEEP_RBUF: [u32; 6] = [8, 9, 17, 25, 35, 50];
 /// Per sweep buffer and scheduler: (plain runs, PHA runs), seeds in order.
 type Sweep = Vec<Vec<(Vec<Run>, Vec<Run>)>>;
 
-fn run_sweep(opts: &Options, base: &Scenario, log: &mut dyn FnMut(&str)) -> Result<Sweep, String> {
-    let mut jobs: Vec<(usize, usize, usize, u64)> = Vec::new();
-    for bi in 0..SWEEP_RBUF.len() {
-        for si in 0..SCHEDULERS.len() {
-            for mi in 0..2 {
-                for seed in 1..=opts.seeds {
-                    jobs.push((bi, si, mi, seed));
-                }
-            }
-        }
-    }
-    let results = par_map(opts.threads(), &jobs, |&(bi, si, mi, seed)| {
-        let s = configured(base, si, MECHANISMS[mi], seed, Some(SWEEP_RBUF[bi]));
-        let r = crate::simulate(&s)?;
-        Ok(summarize(&r, 0, false))
-    })?;
-    log(&format!("pha: load sweep, {} runs done", jobs.len()));
-    let mut out = vec![vec![(Vec::new(), Vec::new()); SCHEDULERS.len()]; SWEEP_RBUF.len()];
-    for (&(bi, si, mi, _), r) in jobs.iter().zip(results) {
-        let cell = &mut out[bi][si];
-        if mi == 0 {
-            cell.0.push(r);
-        } else {
-            cell.1.push(r);
-        }
-    }
-    Ok(out)
-}
-
 /// Paired improvement of `x` over `base` per seed, percent.
 fn improvement(base: &[Run], with: &[Run], f: impl Fn(&Run) -> f64) -> Vec<f64> {
     base.iter()
@@ -255,427 +139,544 @@ fn improvement(base: &[Run], with: &[Run], f: impl Fn(&Run) -> f64) -> Vec<f64> 
         .collect()
 }
 
-/// A number of the summary: the mean of `v` with its 95% interval.
-pub(crate) fn number(id: &str, paper: Option<f64>, v: &[f64], unit: &str) -> Number {
-    let (m, lo, hi) = ci95(v);
-    Number {
-        id: id.into(),
-        paper,
-        railpath: m,
-        ci95: [lo, hi],
-        unit: unit.into(),
+/// One run of the study.
+#[derive(Debug, Clone, Copy)]
+pub enum Job {
+    /// MPTCP with scheduler `SCHEDULERS[sched]` and mechanism `MECHANISMS[mech]`.
+    Main {
+        sched: usize,
+        mech: usize,
+        seed: u64,
+    },
+    /// A single TCP per carrier.
+    Tcp { seed: u64 },
+    /// The load sweep: receive buffer `SWEEP_RBUF[rbuf]`, plain or with PHA.
+    Sweep {
+        rbuf: usize,
+        sched: usize,
+        pha: bool,
+        seed: u64,
+    },
+}
+
+/// The PHA study.
+pub struct Pha {
+    seeds: u64,
+    /// The MPTCP scenario with the learned handover table given.
+    base: Scenario,
+    tcp: Scenario,
+    table: railpath_radio::table::HandoverTable,
+}
+
+type PhaRuns = Runs<Job, Vec<Run>>;
+
+/// The main experiment's runs, [scheduler][mechanism], seeds in order.
+type Grid = Vec<Vec<Vec<Run>>>;
+
+impl Study for Pha {
+    const META: Meta = Meta {
+        name: "pha",
+        title: "PHA: proactive handover-aware MPTCP scheduling on high-speed trains",
+        page_title: "railpath: the PHA paper reproduced",
+        heading: "PHA: proactive handover-aware MPTCP on high-speed trains, reproduced",
+        source: "000_974d784f7c8d79bb.txt",
+        digest: "2024; English digest in railpath's seeds.md §1",
+        no_kernel: None,
+    };
+    type Job = Job;
+    type Out = Vec<Run>;
+
+    fn plan(cx: &mut Context) -> Result<Plan<Self>, String> {
+        let mut base = load(MPTCP, MPTCP_FILE, &[])?;
+        let tcp = load(TCP, TCP_FILE, &[])?;
+        cx.log("learning the handover table from 50 preliminary runs");
+        let table = learn_table(&base)?;
+        base.flows[0].handover_table_learn_runs = None;
+        base.flows[0].handover_table_data = Some(table.clone());
+        let seeds = cx.opts().seeds;
+        let mut jobs = Vec::new();
+        for sched in 0..SCHEDULERS.len() {
+            for mech in 0..MECHANISMS.len() {
+                jobs.extend((1..=seeds).map(|seed| Job::Main { sched, mech, seed }));
+            }
+        }
+        jobs.extend((1..=seeds).map(|seed| Job::Tcp { seed }));
+        for rbuf in 0..SWEEP_RBUF.len() {
+            for sched in 0..SCHEDULERS.len() {
+                for pha in [false, true] {
+                    jobs.extend((1..=seeds).map(|seed| Job::Sweep {
+                        rbuf,
+                        sched,
+                        pha,
+                        seed,
+                    }));
+                }
+            }
+        }
+        Ok(Plan {
+            study: Pha {
+                seeds,
+                base,
+                tcp,
+                table,
+            },
+            jobs,
+            grid: format!(
+                "{} configurations x {seeds} seeds, and the load sweep: {} receive buffers x {} schedulers x plain/PHA",
+                SCHEDULERS.len() * MECHANISMS.len() + 1,
+                SWEEP_RBUF.len(),
+                SCHEDULERS.len()
+            ),
+        })
     }
-}
 
-fn fmt_ci(n: &Number) -> String {
-    format!("{:.2} [{:.2}, {:.2}]", n.railpath, n.ci95[0], n.ci95[1])
-}
-
-pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summary, String> {
-    let base = load(MPTCP, "scenarios/pha/mptcp.toml", &[])?;
-    let tcp = load(TCP, "scenarios/pha/tcp.toml", &[])?;
-    log("pha: learning the handover table from 50 preliminary runs");
-    let table = learn_table(&base)?;
-    let mut base = base;
-    base.flows[0].handover_table_learn_runs = None;
-    base.flows[0].handover_table_data = Some(table.clone());
-    log(&format!(
-        "pha: {} configurations x {} seeds on {} threads",
-        SCHEDULERS.len() * MECHANISMS.len() + 1,
-        opts.seeds,
-        opts.threads()
-    ));
-    let (grid, tcp_runs) = run_all(opts, &base, &tcp, log)?;
-    let sweep = run_sweep(opts, &base, log)?;
-    let sweep_runs: usize = sweep.iter().flatten().map(|(a, b)| a.len() + b.len()).sum();
-    let runs = (grid.iter().flatten().map(Vec::len).sum::<usize>()
-        + opts.seeds as usize
-        + sweep_runs) as u64;
-    let mut runs_total_extra = 0u64;
-
-    let mut numbers = Vec::new();
-    let mut claims = Vec::new();
-    // Single TCP per carrier.
-    let tcp_avg: Vec<f64> = tcp_runs.iter().map(|r| r.goodput / 1e6).collect();
-    let tcp_drop: Vec<f64> = tcp_runs
-        .iter()
-        .map(|r| 100.0 * (r.handover / r.goodput - 1.0))
-        .filter(|x| x.is_finite())
-        .collect();
-    numbers.push(number(
-        "tcp-avg-throughput-mbps",
-        Some(2.4),
-        &tcp_avg,
-        "Mbit/s",
-    ));
-    numbers.push(number(
-        "tcp-handover-change-pct",
-        Some(-20.0),
-        &tcp_drop,
-        "%",
-    ));
-    let drop = ci95(&tcp_drop);
-    claims.push(Claim {
-        id: "tcp-dips-at-handover".into(),
-        text: "At each handover a single TCP's instantaneous throughput drops (about 20%)".into(),
-        holds: drop.0 < 0.0,
-        evidence: format!(
-            "change at handover {:.1}% [{:.1}, {:.1}]",
-            drop.0, drop.1, drop.2
-        ),
-    });
-    // Carriers never hand over at the same time.
-    let mut min_gap = f64::INFINITY;
-    {
-        let tl = railpath_radio::carrier_timelines(
-            base.train.as_ref().ok_or("no train")?,
-            &base.carriers,
-            1,
-            Time::from_secs_f64(base.run.duration_s),
-        )
-        .map_err(|e| e.message)?;
-        let a: Vec<f64> = tl[0].handovers.iter().map(|h| h.t_s).collect();
-        for h in &tl[1].handovers {
-            for &t in &a {
-                min_gap = min_gap.min((h.t_s - t).abs());
+    fn run(&self, job: &Job) -> Result<Vec<Run>, String> {
+        match *job {
+            Job::Main { sched, mech, seed } => {
+                let r =
+                    sim::simulate(&configured(&self.base, sched, MECHANISMS[mech], seed, None))?;
+                Ok(vec![summarize(&r, 0, sched == 0)])
+            }
+            Job::Tcp { seed } => {
+                let mut s = self.tcp.clone();
+                s.run.seed = seed;
+                let r = sim::simulate(&s)?;
+                Ok((0..r.summary.flows.len())
+                    .map(|k| summarize(&r, k, false))
+                    .collect())
+            }
+            Job::Sweep {
+                rbuf,
+                sched,
+                pha,
+                seed,
+            } => {
+                let mech = MECHANISMS[usize::from(pha)];
+                let s = configured(&self.base, sched, mech, seed, Some(SWEEP_RBUF[rbuf]));
+                Ok(vec![summarize(&sim::simulate(&s)?, 0, false)])
             }
         }
     }
-    claims.push(Claim {
-        id: "carriers-never-coincide".into(),
-        text: "The two carriers never hand over at the same time".into(),
-        holds: min_gap > 0.5,
-        evidence: format!("closest handovers of A and B: {min_gap:.2} s apart (seed 1)"),
-    });
-    // Per scheduler: Tables 2-4 and PHA-D.
-    let mut t2 = String::new();
-    let mut t3 = String::new();
-    let mut t4 = String::new();
-    let mut bars_vals = Vec::new();
+
+    fn analyse(&self, runs: PhaRuns, cx: &mut Context) -> Result<Findings, String> {
+        let mut grid: Grid = vec![vec![Vec::new(); MECHANISMS.len()]; SCHEDULERS.len()];
+        let mut tcp_runs = Vec::new();
+        let mut sweep = vec![vec![(Vec::new(), Vec::new()); SCHEDULERS.len()]; SWEEP_RBUF.len()];
+        for (job, out) in runs.jobs.iter().zip(runs.outs) {
+            match *job {
+                Job::Main { sched, mech, .. } => grid[sched][mech].extend(out),
+                Job::Tcp { .. } => tcp_runs.extend(out),
+                Job::Sweep {
+                    rbuf, sched, pha, ..
+                } => {
+                    let cell: &mut (Vec<Run>, Vec<Run>) = &mut sweep[rbuf][sched];
+                    if pha {
+                        cell.1.extend(out);
+                    } else {
+                        cell.0.extend(out);
+                    }
+                }
+            }
+        }
+        let mut f = Findings::new(self.seeds);
+        let tcp_table = self.tcp_baseline(&tcp_runs, &mut f)?;
+        let [t2, t3, t4] = tables(&grid, &mut f);
+        let inst = |id: &str| f.number(id).map(|n| fmt_interval(n, 2)).unwrap_or_default();
+        let inst_note = format!(
+            "<p>Mean instantaneous throughput at handover over the four schedulers: paper 2.37 Mbit/s without PHA, 2.84 with;\n\
+             railpath {} without, {} with (Mbit/s).</p>",
+            inst("inst-throughput-mbps-existing"),
+            inst("inst-throughput-mbps-pha")
+        );
+        let (load_table, load_fig) = self.load(&grid, &sweep, &mut f);
+        let figs = self.figures(&grid);
+        // The same comparison on the real kernel, beside the simulator's (--testbed).
+        let kernel = match cx.kernel() {
+            Some(k) => self.kernel_comparison(cx, k, &mut f)?,
+            None => vec![Block::prose(
+                "<p>Not run this time: <code>railpath repro pha --testbed</code> (as root, on a kernel with MPTCP) runs \
+                 MPTCP without and with PHA-D on the namespace testbed, PHA-D driven by railpath-gateway's controller \
+                 on a replayed position feed, and shows the kernel's results here beside the simulator's.</p>",
+            )],
+        };
+        f.report.method = format!(
+            "{} seeds per configuration; every number below is a mean with its 95% confidence interval over seeds.",
+            self.seeds
+        );
+        let zones: usize = self.table.carriers.values().map(|c| c.zones.len()).sum();
+        f.report.setup = setup(zones);
+        f.section("Single TCP per carrier", vec![tcp_table.into()]);
+        f.section(
+            "Table 2: average throughput improvement with PHA (%)",
+            vec![t2.into()],
+        );
+        f.section(
+            "Table 3: instantaneous throughput improvement at handover (%)",
+            vec![t3.into(), Block::Prose(inst_note)],
+        );
+        f.section("Table 4: retransmission ratio (%)", vec![t4.into()]);
+        f.section(
+            "PHA and the load",
+            vec![Block::prose(LOAD), load_table.into(), load_fig],
+        );
+        f.section("Figures", figs);
+        f.section("On the real kernel", kernel);
+        let disc = discussion(&f);
+        f.section(
+            "Where railpath and the paper differ, and why",
+            vec![Block::Note(disc)],
+        );
+        Ok(f)
+    }
+}
+
+/// Means over seeds of `get` of each run, Mbit/s.
+fn mbps(runs: &[Run], get: fn(&Run) -> f64) -> Vec<f64> {
+    runs.iter().map(|r| get(r) / 1e6).collect()
+}
+
+impl Pha {
+    /// A single TCP per carrier, and whether the carriers ever hand over together.
+    fn tcp_baseline(&self, tcp_runs: &[Run], f: &mut Findings) -> Result<Table, String> {
+        let tcp_avg: Vec<f64> = tcp_runs.iter().map(|r| r.goodput / 1e6).collect();
+        let tcp_drop: Vec<f64> = tcp_runs
+            .iter()
+            .map(|r| 100.0 * (r.handover / r.goodput - 1.0))
+            .filter(|x| x.is_finite())
+            .collect();
+        let n_avg = number("tcp-avg-throughput-mbps", Some(2.4), &tcp_avg, "Mbit/s");
+        let n_drop = number("tcp-handover-change-pct", Some(-20.0), &tcp_drop, "%");
+        let mut table = Table::new(["quantity", "paper", "railpath"]);
+        table.row([
+            "average throughput per carrier (Mbit/s)".to_string(),
+            "2.4".into(),
+            fmt_interval(&n_avg, 2),
+        ]);
+        table.row([
+            "change of instantaneous throughput at a handover (%)".to_string(),
+            "-20".into(),
+            fmt_interval(&n_drop, 2),
+        ]);
+        f.numbers.extend([n_avg, n_drop]);
+        let drop = ci95(&tcp_drop);
+        f.claims.push(Claim::new(
+            "tcp-dips-at-handover",
+            "At each handover a single TCP's instantaneous throughput drops (about 20%)",
+            drop.0 < 0.0,
+            format!(
+                "change at handover {:.1}% [{:.1}, {:.1}]",
+                drop.0, drop.1, drop.2
+            ),
+        ));
+        // Carriers never hand over at the same time.
+        let mut min_gap = f64::INFINITY;
+        let times = sim::handover_times(&self.base, 1)?;
+        for h in &times[1] {
+            for &t in &times[0] {
+                min_gap = min_gap.min((h - t).abs());
+            }
+        }
+        f.claims.push(Claim::new(
+            "carriers-never-coincide",
+            "The two carriers never hand over at the same time",
+            min_gap > 0.5,
+            format!("closest handovers of A and B: {min_gap:.2} s apart (seed 1)"),
+        ));
+        Ok(table)
+    }
+
+    /// PHA and the load: the sweep's buffers, then the main experiment's bulk download. A load
+    /// is light below the smallest carrier's peak rate: the other carrier has room for it all.
+    fn load(&self, grid: &Grid, sweep: &Sweep, f: &mut Findings) -> (Table, Block) {
+        let carrier_mbps = self
+            .base
+            .carriers
+            .iter()
+            .filter_map(|c| c.rate_mbps)
+            .fold(f64::INFINITY, f64::min);
+        let mut head = vec![
+            "receive buffer (packets)".to_string(),
+            "goodput, minRTT (Mbit/s)".into(),
+        ];
+        head.extend(SCHEDULERS.iter().map(|s| s.to_string()));
+        let mut table = Table::new(head);
+        let mut series: Vec<(String, Vec<(f64, f64)>)> = SCHEDULERS
+            .iter()
+            .map(|s| (s.to_string(), Vec::new()))
+            .collect();
+        let mut light_gain: Vec<Vec<String>> = vec![Vec::new(); SCHEDULERS.len()];
+        for bi in 0..=SWEEP_RBUF.len() {
+            let bulk = bi == SWEEP_RBUF.len();
+            let label = if bulk {
+                "bulk".to_string()
+            } else {
+                SWEEP_RBUF[bi].to_string()
+            };
+            let mut cells = Vec::new();
+            let mut load_minrtt = Vec::new();
+            for (si, sched) in SCHEDULERS.iter().enumerate() {
+                let (none, pha): (&[Run], &[Run]) = if bulk {
+                    (&grid[si][0], &grid[si][1])
+                } else {
+                    (&sweep[bi][si].0, &sweep[bi][si].1)
+                };
+                let load: Vec<f64> = none.iter().map(|r| r.goodput / 1e6).collect();
+                let n = number(
+                    &format!("load-inst-improvement-pct-{sched}-rb{label}"),
+                    None,
+                    &improvement(none, pha, |r| r.handover),
+                    "%",
+                );
+                series[si].1.push((mean(&load), n.railpath));
+                if !bulk && mean(&load) < carrier_mbps && n.ci95[0] > 0.0 {
+                    light_gain[si].push(format!(
+                        "{label} packets: {:+.2}% [{:+.2}, {:+.2}]",
+                        n.railpath, n.ci95[0], n.ci95[1]
+                    ));
+                }
+                cells.push(fmt_interval(&n, 2));
+                if si == 0 {
+                    load_minrtt = load;
+                }
+                // The bulk point is the main experiment's inst-improvement-pct-* already.
+                if !bulk {
+                    f.numbers.push(n);
+                }
+            }
+            let gp = number(
+                &format!("load-goodput-mbps-rb{label}"),
+                None,
+                &load_minrtt,
+                "Mbit/s",
+            );
+            let mut row = vec![label, fmt_interval(&gp, 2)];
+            row.extend(cells);
+            table.row(row);
+            if !bulk {
+                f.numbers.push(gp);
+            }
+        }
+        for (si, sched) in SCHEDULERS.iter().enumerate() {
+            f.claims.push(Claim::new(
+                format!("pha-raises-handover-throughput-light-load-{sched}"),
+                format!(
+                    "With the connection limited below one carrier's capacity (a smaller receive buffer), PHA raises the \
+                     instantaneous throughput at handover over plain {sched} at some load"
+                ),
+                !light_gain[si].is_empty(),
+                if light_gain[si].is_empty() {
+                    format!("at none of the buffers {SWEEP_RBUF:?} is the 95% interval above 0")
+                } else {
+                    light_gain[si].join("; ")
+                },
+            ));
+        }
+        let fig = Block::figure(
+            Plot::lines(
+                "PHA's change of throughput at handover against the load",
+                "connection goodput without PHA (Mbit/s)",
+                "PHA: change at handover (%)",
+                series,
+            ),
+            format!(
+                "PHA's change of the instantaneous throughput at handover (mean over seeds; the table gives\n\
+                 the intervals) against the connection's goodput without PHA, for receive buffers of {} packets and the bulk\n\
+                 download.",
+                SWEEP_RBUF.map(|b| b.to_string()).join(", ")
+            ),
+        );
+        (table, fig)
+    }
+
+    /// Goodput around a handover, throughput at handover per scheduler, and the learned zones.
+    fn figures(&self, grid: &Grid) -> Vec<Block> {
+        let around = |mi: usize| around_mean(&grid[0][mi]);
+        let bars: Vec<Vec<(f64, f64, f64)>> = (0..SCHEDULERS.len())
+            .map(|si| {
+                (0..MECHANISMS.len())
+                    .map(|mi| ci95(&mbps(&grid[si][mi], |r| r.handover)))
+                    .collect()
+            })
+            .collect();
+        let mut rows = Vec::new();
+        for (c, cz) in &self.table.carriers {
+            let marks: Vec<f64> = grid[0][0]
+                .first()
+                .map(|r| {
+                    r.handovers
+                        .iter()
+                        .filter(|(hc, _)| hc == c)
+                        .map(|(_, p)| *p)
+                        .collect()
+                })
+                .unwrap_or_default();
+            rows.push((
+                format!("carrier {c}"),
+                cz.zones.iter().map(|z| (z.start_m, z.end_m)).collect(),
+                marks,
+            ));
+        }
+        vec![
+            Block::figure(
+                Plot::lines(
+                    "minRTT: goodput around a handover (mean over handovers and seeds)",
+                    "time from the handover's start (s)",
+                    "goodput (Mbit/s)",
+                    vec![
+                        ("minRTT".into(), around(0)),
+                        ("PHA-minRTT".into(), around(1)),
+                        ("PHA-D".into(), around(2)),
+                    ],
+                ),
+                "Goodput of minRTT MPTCP from 2 s before to 2 s after each handover's start, averaged over\n\
+                 every handover of every seed (100 ms bins), plain, with PHA and with PHA-D.",
+            ),
+            Block::figure(
+                Plot::bars(
+                    "Throughput at handover (1 s window), 95% intervals",
+                    "Mbit/s",
+                    SCHEDULERS.iter().map(|s| s.to_string()).collect(),
+                    vec!["plain".into(), "PHA".into(), "PHA-D".into()],
+                    bars,
+                ),
+                "Instantaneous throughput at handover per scheduler, with 95% intervals over seeds.",
+            ),
+            Block::figure(
+                Plot::Intervals {
+                    title: "Learned handover zones (50 runs) and seed 1's handovers".into(),
+                    xlabel: "position along the track (m)".into(),
+                    rows,
+                },
+                "The handover table learned from 50 runs: each carrier's zones along the track (shaded, handover\n\
+                 positions widened by the 20 m GPS error) and the handovers of seed 1 (ticks).",
+            ),
+        ]
+    }
+}
+
+/// Tables 2-4 per scheduler (PHA and PHA-D against plain), the claims on each, the mean
+/// throughput at handover, and the ranking without PHA.
+fn tables(grid: &Grid, f: &mut Findings) -> [Table; 3] {
+    let mut t2 = Table::new(["scheduler", "paper", "railpath PHA", "railpath PHA-D"]);
+    let mut t3 = t2.clone();
+    let mut t4 = Table::new([
+        "scheduler",
+        "paper existing",
+        "paper PHA",
+        "railpath existing",
+        "railpath PHA",
+    ]);
     let mut avg_by_sched = Vec::new();
     for (si, sched) in SCHEDULERS.iter().enumerate() {
         let (none, pha, phad) = (&grid[si][0], &grid[si][1], &grid[si][2]);
-        let avg = improvement(none, pha, |r| r.goodput);
-        let inst = improvement(none, pha, |r| r.handover);
-        let avg_d = improvement(none, phad, |r| r.goodput);
-        let inst_d = improvement(none, phad, |r| r.handover);
-        let n_avg = number(
+        let pct = |id: &str, paper: Option<f64>, v: &[f64]| number(id, paper, v, "%");
+        let n_avg = pct(
             &format!("avg-improvement-pct-{sched}"),
             Some(TABLE2_AVG_PCT[si]),
-            &avg,
-            "%",
+            &improvement(none, pha, |r| r.goodput),
         );
-        let n_inst = number(
+        let n_inst = pct(
             &format!("inst-improvement-pct-{sched}"),
             Some(TABLE3_INST_PCT[si]),
-            &inst,
-            "%",
+            &improvement(none, pha, |r| r.handover),
         );
-        let n_avg_d = number(
+        let n_avg_d = pct(
             &format!("phad-avg-improvement-pct-{sched}"),
             None,
-            &avg_d,
-            "%",
+            &improvement(none, phad, |r| r.goodput),
         );
-        let n_inst_d = number(
+        let n_inst_d = pct(
             &format!("phad-inst-improvement-pct-{sched}"),
             None,
-            &inst_d,
-            "%",
+            &improvement(none, phad, |r| r.handover),
         );
-        let rx_none: Vec<f64> = none.iter().map(|r| r.retx_ratio_pct).collect();
-        let rx_pha: Vec<f64> = pha.iter().map(|r| r.retx_ratio_pct).collect();
-        let n_rx0 = number(
+        let retx = |runs: &[Run]| runs.iter().map(|r| r.retx_ratio_pct).collect::<Vec<_>>();
+        let n_rx0 = pct(
             &format!("retx-ratio-pct-existing-{sched}"),
             Some(TABLE4_EXISTING[si]),
-            &rx_none,
-            "%",
+            &retx(none),
         );
-        let n_rx1 = number(
+        let n_rx1 = pct(
             &format!("retx-ratio-pct-pha-{sched}"),
             Some(TABLE4_PHA[si]),
-            &rx_pha,
-            "%",
+            &retx(pha),
         );
-        let _ = writeln!(
-            t2,
-            "<tr><td>{sched}</td><td>{:.2}</td><td>{}</td><td>{}</td></tr>",
-            TABLE2_AVG_PCT[si],
-            fmt_ci(&n_avg),
-            fmt_ci(&n_avg_d)
-        );
-        let _ = writeln!(
-            t3,
-            "<tr><td>{sched}</td><td>{:.3}</td><td>{}</td><td>{}</td></tr>",
-            TABLE3_INST_PCT[si],
-            fmt_ci(&n_inst),
-            fmt_ci(&n_inst_d)
-        );
-        let _ = writeln!(
-            t4,
-            "<tr><td>{sched}</td><td>{:.3}</td><td>{:.3}</td><td>{}</td><td>{}</td></tr>",
-            TABLE4_EXISTING[si],
-            TABLE4_PHA[si],
-            fmt_ci(&n_rx0),
-            fmt_ci(&n_rx1)
-        );
-        claims.push(Claim {
-            id: format!("pha-raises-handover-throughput-{sched}"),
-            text: format!("PHA raises the instantaneous throughput at handover over plain {sched}"),
-            holds: n_inst.railpath > 0.0,
-            evidence: format!(
-                "{:+.2}% [{:+.2}, {:+.2}]",
-                n_inst.railpath, n_inst.ci95[0], n_inst.ci95[1]
+        t2.row([
+            sched.to_string(),
+            format!("{:.2}", TABLE2_AVG_PCT[si]),
+            fmt_interval(&n_avg, 2),
+            fmt_interval(&n_avg_d, 2),
+        ]);
+        t3.row([
+            sched.to_string(),
+            format!("{:.3}", TABLE3_INST_PCT[si]),
+            fmt_interval(&n_inst, 2),
+            fmt_interval(&n_inst_d, 2),
+        ]);
+        t4.row([
+            sched.to_string(),
+            format!("{:.3}", TABLE4_EXISTING[si]),
+            format!("{:.3}", TABLE4_PHA[si]),
+            fmt_interval(&n_rx0, 2),
+            fmt_interval(&n_rx1, 2),
+        ]);
+        let signed =
+            |n: &Number| format!("{:+.2}% [{:+.2}, {:+.2}]", n.railpath, n.ci95[0], n.ci95[1]);
+        f.claims.extend([
+            Claim::new(
+                format!("pha-raises-handover-throughput-{sched}"),
+                format!("PHA raises the instantaneous throughput at handover over plain {sched}"),
+                n_inst.railpath > 0.0,
+                signed(&n_inst),
             ),
-        });
-        claims.push(Claim {
-            id: format!("pha-raises-average-throughput-{sched}"),
-            text: format!("PHA raises the average throughput of {sched} (by about 2%)"),
-            holds: n_avg.railpath > 0.0,
-            evidence: format!(
-                "{:+.2}% [{:+.2}, {:+.2}]",
-                n_avg.railpath, n_avg.ci95[0], n_avg.ci95[1]
+            Claim::new(
+                format!("pha-raises-average-throughput-{sched}"),
+                format!("PHA raises the average throughput of {sched} (by about 2%)"),
+                n_avg.railpath > 0.0,
+                signed(&n_avg),
             ),
-        });
-        claims.push(Claim {
-            id: format!("pha-lowers-retransmissions-{sched}"),
-            text: format!("PHA lowers the retransmission ratio of {sched}"),
-            holds: n_rx1.railpath < n_rx0.railpath,
-            evidence: format!("{:.3}% -> {:.3}%", n_rx0.railpath, n_rx1.railpath),
-        });
-        bars_vals.push(
-            (0..3)
-                .map(|mi| {
-                    ci95(
-                        &grid[si][mi]
-                            .iter()
-                            .map(|r| r.handover / 1e6)
-                            .collect::<Vec<_>>(),
-                    )
-                })
-                .collect::<Vec<_>>(),
-        );
+            Claim::new(
+                format!("pha-lowers-retransmissions-{sched}"),
+                format!("PHA lowers the retransmission ratio of {sched}"),
+                n_rx1.railpath < n_rx0.railpath,
+                format!("{:.3}% -> {:.3}%", n_rx0.railpath, n_rx1.railpath),
+            ),
+        ]);
         avg_by_sched.push(mean(&none.iter().map(|r| r.goodput).collect::<Vec<_>>()));
-        numbers.extend([n_avg, n_inst, n_avg_d, n_inst_d, n_rx0, n_rx1]);
+        f.numbers
+            .extend([n_avg, n_inst, n_avg_d, n_inst_d, n_rx0, n_rx1]);
     }
-    let inst_none: Vec<f64> = (0..4)
-        .map(|si| {
-            mean(
-                &grid[si][0]
-                    .iter()
-                    .map(|r| r.handover / 1e6)
-                    .collect::<Vec<_>>(),
-            )
-        })
-        .collect();
-    let inst_pha: Vec<f64> = (0..4)
-        .map(|si| {
-            mean(
-                &grid[si][1]
-                    .iter()
-                    .map(|r| r.handover / 1e6)
-                    .collect::<Vec<_>>(),
-            )
-        })
-        .collect();
-    numbers.push(number(
+    let inst_of = |mi: usize| -> Vec<f64> {
+        (0..SCHEDULERS.len())
+            .map(|si| mean(&mbps(&grid[si][mi], |r| r.handover)))
+            .collect()
+    };
+    f.numbers.push(number(
         "inst-throughput-mbps-existing",
         Some(2.37),
-        &inst_none,
+        &inst_of(0),
         "Mbit/s",
     ));
-    numbers.push(number(
+    f.numbers.push(number(
         "inst-throughput-mbps-pha",
         Some(2.84),
-        &inst_pha,
+        &inst_of(1),
         "Mbit/s",
     ));
     let ranked = avg_by_sched.windows(2).all(|w| w[0] >= w[1]);
-    claims.push(Claim {
-        id: "ranking-without-pha".into(),
-        text: "Without PHA the average throughput ranks minRTT > ECF > BLEST > Peekaboo".into(),
-        holds: ranked,
-        evidence: SCHEDULERS
+    f.claims.push(Claim::new(
+        "ranking-without-pha",
+        "Without PHA the average throughput ranks minRTT > ECF > BLEST > Peekaboo",
+        ranked,
+        SCHEDULERS
             .iter()
             .zip(&avg_by_sched)
             .map(|(s, g)| format!("{s} {:.2}", g / 1e6))
             .collect::<Vec<_>>()
             .join(", ")
             + " Mbit/s",
-    });
-
-    // PHA and the load: the sweep's buffers, then the main experiment's bulk download. A load
-    // is light below the smallest carrier's peak rate: the other carrier has room for it all.
-    let carrier_mbps = base
-        .carriers
-        .iter()
-        .filter_map(|c| c.rate_mbps)
-        .fold(f64::INFINITY, f64::min);
-    let mut load_rows = String::new();
-    let mut load_series: Vec<(String, Vec<(f64, f64)>)> = SCHEDULERS
-        .iter()
-        .map(|s| (s.to_string(), Vec::new()))
-        .collect();
-    let mut light_gain: Vec<Vec<String>> = vec![Vec::new(); SCHEDULERS.len()];
-    for bi in 0..=SWEEP_RBUF.len() {
-        let bulk = bi == SWEEP_RBUF.len();
-        let label = if bulk {
-            "bulk".to_string()
-        } else {
-            SWEEP_RBUF[bi].to_string()
-        };
-        let mut cells = String::new();
-        let mut load_minrtt = Vec::new();
-        for (si, sched) in SCHEDULERS.iter().enumerate() {
-            let (none, pha): (&[Run], &[Run]) = if bulk {
-                (&grid[si][0], &grid[si][1])
-            } else {
-                (&sweep[bi][si].0, &sweep[bi][si].1)
-            };
-            let load: Vec<f64> = none.iter().map(|r| r.goodput / 1e6).collect();
-            let n = number(
-                &format!("load-inst-improvement-pct-{sched}-rb{label}"),
-                None,
-                &improvement(none, pha, |r| r.handover),
-                "%",
-            );
-            load_series[si].1.push((mean(&load), n.railpath));
-            if !bulk && mean(&load) < carrier_mbps && n.ci95[0] > 0.0 {
-                light_gain[si].push(format!(
-                    "{label} packets: {:+.2}% [{:+.2}, {:+.2}]",
-                    n.railpath, n.ci95[0], n.ci95[1]
-                ));
-            }
-            let _ = write!(cells, "<td>{}</td>", fmt_ci(&n));
-            if si == 0 {
-                load_minrtt = load;
-            }
-            // The bulk point is the main experiment's inst-improvement-pct-* already.
-            if !bulk {
-                numbers.push(n);
-            }
-        }
-        let gp = number(
-            &format!("load-goodput-mbps-rb{label}"),
-            None,
-            &load_minrtt,
-            "Mbit/s",
-        );
-        let _ = writeln!(
-            load_rows,
-            "<tr><td>{label}</td><td>{}</td>{cells}</tr>",
-            fmt_ci(&gp)
-        );
-        if !bulk {
-            numbers.push(gp);
-        }
-    }
-    for (si, sched) in SCHEDULERS.iter().enumerate() {
-        claims.push(Claim {
-            id: format!("pha-raises-handover-throughput-light-load-{sched}"),
-            text: format!(
-                "With the connection limited below one carrier's capacity (a smaller receive buffer), PHA raises the \
-                 instantaneous throughput at handover over plain {sched} at some load"
-            ),
-            holds: !light_gain[si].is_empty(),
-            evidence: if light_gain[si].is_empty() {
-                format!("at none of the buffers {SWEEP_RBUF:?} is the 95% interval above 0")
-            } else {
-                light_gain[si].join("; ")
-            },
-        });
-    }
-    let fig_load = svg::lines(
-        "PHA's change of throughput at handover against the load",
-        "connection goodput without PHA (Mbit/s)",
-        "PHA: change at handover (%)",
-        &load_series,
-    );
-
-    // Plots.
-    let around = |mi: usize| around_mean(&grid[0][mi]);
-    let fig_around = svg::lines(
-        "minRTT: goodput around a handover (mean over handovers and seeds)",
-        "time from the handover's start (s)",
-        "goodput (Mbit/s)",
-        &[
-            ("minRTT".into(), around(0)),
-            ("PHA-minRTT".into(), around(1)),
-            ("PHA-D".into(), around(2)),
-        ],
-    );
-    let fig_bars = svg::bars(
-        "Throughput at handover (1 s window), 95% intervals",
-        "Mbit/s",
-        &SCHEDULERS.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-        &["plain".into(), "PHA".into(), "PHA-D".into()],
-        &bars_vals,
-    );
-    let mut rows = Vec::new();
-    for (c, cz) in &table.carriers {
-        let marks: Vec<f64> = grid[0][0]
-            .first()
-            .map(|r| {
-                r.handovers
-                    .iter()
-                    .filter(|(hc, _)| hc == c)
-                    .map(|(_, p)| *p)
-                    .collect()
-            })
-            .unwrap_or_default();
-        rows.push((
-            format!("carrier {c}"),
-            cz.zones.iter().map(|z| (z.start_m, z.end_m)).collect(),
-            marks,
-        ));
-    }
-    let fig_zones = svg::intervals(
-        "Learned handover zones (50 runs) and seed 1's handovers",
-        "position along the track (m)",
-        &rows,
-    );
-
-    // The same comparison on the real kernel, beside the simulator's (--testbed).
-    let kernel_html = match opts.kernel {
-        Some(k) => {
-            let (html, nums, cls, n) = kernel_comparison(opts, k, &base, dir, log)?;
-            numbers.extend(nums);
-            claims.extend(cls);
-            runs_total_extra = n;
-            html
-        }
-        None => "<p>Not run this time: <code>railpath repro pha --testbed</code> (as root, on a kernel with MPTCP) runs \
-                 MPTCP without and with PHA-D on the namespace testbed, PHA-D driven by railpath-gateway's controller \
-                 on a replayed position feed, and shows the kernel's results here beside the simulator's.</p>"
-            .to_string(),
-    };
-
-    let summary = Summary {
-        format: FORMAT.into(),
-        paper: "pha".into(),
-        source: "000_974d784f7c8d79bb.txt".into(),
-        railpath_version: railpath_sim::VERSION.into(),
-        seeds: opts.seeds,
-        runs: runs + runs_total_extra,
-        claims,
-        numbers,
-    };
-    let html = report(
-        &summary,
-        &t2,
-        &t3,
-        &t4,
-        &fig_around,
-        &fig_bars,
-        &fig_zones,
-        &fig_load,
-        &load_rows,
-        &table,
-        &kernel_html,
-    );
-    let p = dir.join("report.html");
-    std::fs::write(&p, html).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
-    Ok(summary)
+    ));
+    [t2, t3, t4]
 }
 
 /// The kernel's configuration: upstream Linux has neither LIA nor the four schedulers, so both
@@ -684,224 +685,290 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
 const KERNEL_OVERRIDES: [(&str, &str); 2] =
     [("scheduler", "linux-default"), ("cc", "uncoupled-cubic")];
 
-/// MPTCP without and with PHA-D on the real kernel (railpath-gateway's controller, `k`) and in
-/// the simulator, with the same scenario, table and GPS offsets: the report's section, its
-/// numbers and claims, and the number of kernel and simulator runs.
-#[allow(clippy::type_complexity)]
-fn kernel_comparison(
-    opts: &Options,
-    k: crate::KernelRun,
-    base: &Scenario,
-    dir: &Path,
-    log: &mut dyn FnMut(&str),
-) -> Result<(String, Vec<Number>, Vec<Claim>, u64), String> {
-    // Loaded with the overrides (validated as a user's --set would be), with the table given.
-    let over: Vec<String> = KERNEL_OVERRIDES
-        .iter()
-        .map(|(k, v)| format!("flow.m.{k}={v}"))
-        .collect();
-    let mut lin = load(MPTCP, "scenarios/pha/mptcp.toml", &over)?;
-    lin.flows[0].handover_table_learn_runs = None;
-    lin.flows[0].handover_table_data = base.flows[0].handover_table_data.clone();
-    let with = |s: &Scenario, mech: &str, seed: u64| {
-        let mut s = s.clone();
-        s.run.seed = seed;
-        s.flows[0].mechanisms = if mech == "pha-d" {
-            vec!["pha-d".to_string()]
-        } else {
-            vec![]
-        };
-        s
+/// The mechanisms of the kernel comparison.
+const KERNEL_MECHS: [&str; 2] = ["none", "pha-d"];
+
+/// `s` with mechanism `mech` (plain or PHA-D) and `seed`.
+fn with_mech(s: &Scenario, mech: &str, seed: u64) -> Scenario {
+    let mut s = s.clone();
+    s.run.seed = seed;
+    s.flows[0].mechanisms = if mech == "pha-d" {
+        vec!["pha-d".to_string()]
+    } else {
+        vec![]
     };
-    const MECHS: [&str; 2] = ["none", "pha-d"];
-    // Simulator: the kernel's seeds (each seed is its own radio timeline, so the stacks are
-    // compared on the same handovers), as modelled and with the data receiver's window not
-    // autotuned (the rule that binds at a handover in the simulator: see kernel_discussion).
+    s
+}
+
+/// The kernel comparison's runs, per mechanism (plain, PHA-D), seeds in order.
+struct KernelSides {
+    /// The simulator, as modelled.
+    sim: [Vec<Run>; 2],
+    /// The kernel.
+    kern: [Vec<Run>; 2],
+    /// The simulator with the data receiver's window not autotuned.
+    sim_fixed: [Vec<Run>; 2],
+    /// What the controller did: "seed N, mech: note".
+    notes: Vec<String>,
+}
+
+impl Pha {
+    /// MPTCP without and with PHA-D on the real kernel (railpath-gateway's controller, `k`)
+    /// and in the simulator, with the same scenario, table and GPS offsets: the report's
+    /// blocks; the numbers and claims go into `f`, the runs into the count.
+    fn kernel_comparison(
+        &self,
+        cx: &mut Context,
+        k: KernelRun,
+        f: &mut Findings,
+    ) -> Result<Vec<Block>, String> {
+        // Loaded with the overrides (validated as a user's --set would be), with the table given.
+        let over: Vec<String> = KERNEL_OVERRIDES
+            .iter()
+            .map(|(k, v)| format!("flow.m.{k}={v}"))
+            .collect();
+        let mut lin = load(MPTCP, MPTCP_FILE, &over)?;
+        lin.flows[0].handover_table_learn_runs = None;
+        lin.flows[0].handover_table_data = self.base.flows[0].handover_table_data.clone();
+        let sides = kernel_sides(cx, k, &lin)?;
+        let kernel_runs = cx.opts().kernel_runs;
+        cx.count_runs(6 * kernel_runs);
+        let lead = sim::phad_lead_back(&lin, 0)?;
+        Ok(kernel_report(cx.opts(), &lin, lead, &sides, f))
+    }
+}
+
+/// Run the kernel comparison: the simulator on the kernel's seeds (each seed is its own radio
+/// timeline, so the stacks are compared on the same handovers), as modelled and with the data
+/// receiver's window not autotuned (the rule that binds at a handover in the simulator: see
+/// kernel_discussion); the kernel for `kernel_runs` seeds, plain then PHA-D for each seed
+/// (alternating, so that a drift of the machine touches both alike), or both at the same time
+/// on testbeds of their own (`kernel_side_by_side`: half the wall time, the pair sharing the
+/// machine).
+fn kernel_sides(cx: &mut Context, k: KernelRun, lin: &Scenario) -> Result<KernelSides, String> {
     let fixed = {
         let mut f = lin.clone();
         f.flows[0].receive_buffer_autotune = Some(false);
         f
     };
-    let mut sim: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
-    let mut sim_fixed: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
-    for (mi, m) in MECHS.iter().enumerate() {
-        for seed in 1..=opts.kernel_runs {
-            let r = crate::simulate(&with(&lin, m, seed))?;
-            sim[mi].push(summarize(&r, 0, true));
-            let r = crate::simulate(&with(&fixed, m, seed))?;
-            sim_fixed[mi].push(summarize(&r, 0, false));
-        }
-    }
-    // Kernel: kernel_runs seeds, plain then PHA-D for each seed (alternating, so that a drift of
-    // the machine touches both alike), or both at the same time on testbeds of their own
-    // (`kernel_side_by_side`: half the wall time, the pair sharing the machine).
-    let mut kern: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
-    let mut notes = Vec::new();
-    let work = |m: &str, seed: u64| dir.join("testbed").join(format!("{m}-seed{seed}"));
-    for seed in 1..=opts.kernel_runs {
-        let pair: Vec<Result<crate::KernelResult, String>> = if opts.kernel_side_by_side {
-            log(&format!(
-                "pha: kernel runs for seed {seed}/{} (plain and PHA-D side by side): {:.0} s on the testbed",
-                opts.kernel_runs, lin.run.duration_s
-            ));
-            std::thread::scope(|scope| {
-                let runs: Vec<_> = MECHS
-                    .iter()
-                    .map(|m| {
-                        let (sc, w) = (with(&lin, m, seed), work(m, seed));
-                        scope.spawn(move || k(&sc, &w))
-                    })
-                    .collect();
-                runs.into_iter()
-                    .map(|h| {
-                        h.join()
-                            .unwrap_or_else(|_| Err("a kernel run panicked".to_string()))
-                    })
-                    .collect()
-            })
+    let (kernel_runs, together) = (cx.opts().kernel_runs, cx.opts().kernel_side_by_side);
+    let seeds: Vec<u64> = (1..=kernel_runs).collect();
+    let jobs: Vec<(usize, u64, bool)> = (0..KERNEL_MECHS.len())
+        .flat_map(|mi| {
+            seeds
+                .iter()
+                .flat_map(move |&s| [(mi, s, false), (mi, s, true)])
+        })
+        .collect();
+    let sims = cx.par_map(&jobs, |&(mi, seed, not_autotuned)| {
+        let base = if not_autotuned { &fixed } else { lin };
+        let r = sim::simulate(&with_mech(base, KERNEL_MECHS[mi], seed))?;
+        Ok(summarize(&r, 0, !not_autotuned))
+    })?;
+    let mut sides = KernelSides {
+        sim: [Vec::new(), Vec::new()],
+        kern: [Vec::new(), Vec::new()],
+        sim_fixed: [Vec::new(), Vec::new()],
+        notes: Vec::new(),
+    };
+    for (&(mi, _, not_autotuned), r) in jobs.iter().zip(sims) {
+        if not_autotuned {
+            sides.sim_fixed[mi].push(r);
         } else {
-            let mut v = Vec::new();
-            for m in MECHS {
-                log(&format!(
-                    "pha: kernel run {}/{} ({m}, seed {seed}): {:.0} s on the testbed",
-                    v.len() as u64 + 1 + 2 * (seed - 1),
-                    2 * opts.kernel_runs,
-                    lin.run.duration_s
-                ));
-                let r = k(&with(&lin, m, seed), &work(m, seed));
-                let failed = r.is_err();
-                v.push(r);
-                if failed {
-                    break;
-                }
-            }
-            v
-        };
-        for (mi, out) in pair.into_iter().enumerate() {
-            let out = out.map_err(|e| format!("kernel run ({}, seed {seed}): {e}", MECHS[mi]))?;
-            kern[mi].push(summarize(&out.results, 0, true));
+            sides.sim[mi].push(r);
+        }
+    }
+    let job = |mi: usize, seed: u64| KernelJob {
+        scenario: with_mech(lin, KERNEL_MECHS[mi], seed),
+        work: cx
+            .dir()
+            .join("testbed")
+            .join(format!("{}-seed{seed}", KERNEL_MECHS[mi])),
+        label: format!("{}, seed {seed}", KERNEL_MECHS[mi]),
+    };
+    let batches: Vec<Vec<KernelJob>> = if together {
+        seeds.iter().map(|&s| vec![job(0, s), job(1, s)]).collect()
+    } else {
+        vec![seeds.iter().flat_map(|&s| [job(0, s), job(1, s)]).collect()]
+    };
+    for batch in batches {
+        let results = cx.kernel_runs(k, &batch, together)?;
+        for (i, out) in results.into_iter().enumerate() {
+            let (mi, seed) = (i % 2, batch[i].scenario.run.seed);
+            sides.kern[mi].push(summarize(&out.results, 0, true));
             if !out.note.is_empty() {
-                notes.push(format!("seed {seed}, {}: {}", MECHS[mi], out.note));
+                sides
+                    .notes
+                    .push(format!("seed {seed}, {}: {}", KERNEL_MECHS[mi], out.note));
             }
         }
     }
-    let total = 2 * opts.kernel_runs;
-    let mbps = |v: &[Run], f: fn(&Run) -> f64| v.iter().map(|r| f(r) / 1e6).collect::<Vec<_>>();
-    let mut numbers = Vec::new();
-    let mut rows = String::new();
+    Ok(sides)
+}
+
+/// The kernel comparison's numbers, claims and report blocks.
+fn kernel_report(
+    opts: &Options,
+    lin: &Scenario,
+    lead: (railpath_sim::Time, railpath_sim::Time),
+    sides: &KernelSides,
+    f: &mut Findings,
+) -> Vec<Block> {
+    let mut table = Table::new([
+        "stack",
+        "runs",
+        "average, plain (Mbit/s)",
+        "average, PHA-D",
+        "change (%)",
+        "at handover, plain (Mbit/s)",
+        "at handover, PHA-D",
+        "change (%)",
+    ]);
     let mut bars = Vec::new();
     let mut improvements = Vec::new();
     let mut plain_at_handover = Vec::new();
-    for (side, runs) in [
-        ("sim", &sim),
-        ("kernel", &kern),
-        ("sim-window-not-autotuned", &sim_fixed),
+    for (side, runs, name) in [
+        ("sim", &sides.sim, "simulator"),
+        ("kernel", &sides.kern, "kernel (testbed)"),
+        (
+            "sim-window-not-autotuned",
+            &sides.sim_fixed,
+            "simulator, receive window not autotuned",
+        ),
     ] {
-        let rate = |what: &str, v: &[Run], f: fn(&Run) -> f64| {
-            number(&format!("linux-{side}-{what}"), None, &mbps(v, f), "Mbit/s")
+        let rate = |what: &str, v: &[Run], get: fn(&Run) -> f64| {
+            number(
+                &format!("linux-{side}-{what}"),
+                None,
+                &mbps(v, get),
+                "Mbit/s",
+            )
         };
         let g0 = rate("goodput-mbps-plain", &runs[0], |r| r.goodput);
         let g1 = rate("goodput-mbps-phad", &runs[1], |r| r.goodput);
         let h0 = rate("inst-throughput-mbps-plain", &runs[0], |r| r.handover);
         let h1 = rate("inst-throughput-mbps-phad", &runs[1], |r| r.handover);
-        let di = number(
-            &format!("linux-{side}-phad-inst-improvement-pct"),
-            None,
-            &improvement(&runs[0], &runs[1], |r| r.handover),
-            "%",
-        );
-        let da = number(
-            &format!("linux-{side}-phad-avg-improvement-pct"),
-            None,
-            &improvement(&runs[0], &runs[1], |r| r.goodput),
-            "%",
-        );
+        let change = |what: &str, get: fn(&Run) -> f64| {
+            number(
+                &format!("linux-{side}-phad-{what}-improvement-pct"),
+                None,
+                &improvement(&runs[0], &runs[1], get),
+                "%",
+            )
+        };
+        let di = change("inst", |r| r.handover);
+        let da = change("avg", |r| r.goodput);
         // One run has no interval: its value alone.
-        let f = |n: &Number| {
+        let v = |n: &Number| {
             if runs[0].len() < 2 {
                 format!("{:.2}", n.railpath)
             } else {
-                fmt_ci(n)
+                fmt_interval(n, 2)
             }
         };
-        let _ = writeln!(
-            rows,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            match side {
-                "sim" => "simulator",
-                "kernel" => "kernel (testbed)",
-                _ => "simulator, receive window not autotuned",
-            },
-            runs[0].len(),
-            f(&g0),
-            f(&g1),
-            f(&da),
-            f(&h0),
-            f(&h1),
-            f(&di),
-        );
+        table.row([
+            name.to_string(),
+            runs[0].len().to_string(),
+            v(&g0),
+            v(&g1),
+            v(&da),
+            v(&h0),
+            v(&h1),
+            v(&di),
+        ]);
         if side != "sim-window-not-autotuned" {
-            bars.push(vec![
-                (h0.railpath, h0.ci95[0], h0.ci95[1]),
-                (h1.railpath, h1.ci95[0], h1.ci95[1]),
-            ]);
+            bars.push(vec![h0.triple(), h1.triple()]);
         }
         improvements.push(di.clone());
         plain_at_handover.push(h0.railpath);
-        numbers.extend([g0, g1, h0, h1, di, da]);
+        f.numbers.extend([g0, g1, h0, h1, di, da]);
     }
     let (sim_d, kern_d) = (&improvements[0], &improvements[1]);
-    let mut claims = vec![Claim {
-            id: "kernel-phad-raises-handover-throughput".into(),
-            text: "On the real kernel, PHA-D (railpath-gateway's controller) raises the instantaneous throughput at handover".into(),
-            holds: kern_d.railpath > 0.0,
-            evidence: if opts.kernel_runs < 2 {
-                format!("{:+.2}% in one run", kern_d.railpath)
-            } else {
-                format!(
-                    "{:+.2}% [{:+.2}, {:+.2}] over {} runs",
-                    kern_d.railpath, kern_d.ci95[0], kern_d.ci95[1], opts.kernel_runs
-                )
-            },
-        }];
-    // Agreement needs the kernel's interval, so at least two runs.
-    if opts.kernel_runs >= 2 {
-        claims.push(Claim {
-            id: "kernel-and-simulator-agree-on-phad".into(),
-            text: "The simulator's PHA-D effect at handover lies within the kernel's 95% interval"
-                .into(),
-            holds: kern_d.ci95[0] <= sim_d.railpath && sim_d.railpath <= kern_d.ci95[1],
-            evidence: format!(
-                "simulator {:+.2}%, kernel {:+.2}% [{:+.2}, {:+.2}]",
-                sim_d.railpath, kern_d.railpath, kern_d.ci95[0], kern_d.ci95[1]
-            ),
-        });
-    }
+    kernel_claims(opts.kernel_runs, sim_d, kern_d, f);
     let around = around_mean;
-    let fig_around = svg::lines(
+    let fig_around = Plot::lines(
         "linux-default: goodput around a handover, simulator and kernel",
         "time from the handover's start (s)",
         "goodput (Mbit/s)",
-        &[
-            ("simulator".into(), around(&sim[0])),
-            ("simulator, PHA-D".into(), around(&sim[1])),
-            ("kernel".into(), around(&kern[0])),
-            ("kernel, PHA-D".into(), around(&kern[1])),
+        vec![
+            ("simulator".into(), around(&sides.sim[0])),
+            ("simulator, PHA-D".into(), around(&sides.sim[1])),
+            ("kernel".into(), around(&sides.kern[0])),
+            ("kernel, PHA-D".into(), around(&sides.kern[1])),
         ],
     );
-    let fig_bars = svg::bars(
+    let fig_bars = Plot::bars(
         "Throughput at handover (1 s window), 95% intervals",
         "Mbit/s",
-        &["simulator".into(), "kernel".into()],
-        &["plain".into(), "PHA-D".into()],
-        &bars,
+        vec!["simulator".into(), "kernel".into()],
+        vec!["plain".into(), "PHA-D".into()],
+        bars,
     );
-    let resolved = lin.validate().map_err(|e| e.to_string())?;
-    let m = resolved.flows[0]
-        .mptcp()
-        .ok_or("the PHA scenario's flow is an mptcp flow")?;
-    let lead = railpath_sim::mechanisms::pha::phad_lead_back(&resolved, m);
-    let html = format!(
+    vec![
+        Block::Prose(kernel_setup(opts, lin, lead)),
+        table.into(),
+        Block::figure(
+            fig_bars,
+            "Instantaneous throughput at handover on each stack, with 95% intervals.",
+        ),
+        Block::figure(
+            fig_around,
+            "Goodput from 2 s before to 2 s after each handover's start, averaged over handovers and runs \
+             (100 ms bins).",
+        ),
+        Block::Prose(format!(
+            "<p>The controller's flips: {}.</p>",
+            if sides.notes.is_empty() {
+                "none".to_string()
+            } else {
+                esc(&sides.notes.join("; "))
+            }
+        )),
+        Block::Prose(kernel_discussion(
+            sim_d,
+            kern_d,
+            &plain_at_handover,
+            opts.kernel_runs,
+        )),
+    ]
+}
+
+/// The kernel's claims: PHA-D's effect on the kernel, and (with two runs or more, for an
+/// interval) whether the simulator's lies within it.
+fn kernel_claims(kernel_runs: u64, sim_d: &Number, kern_d: &Number, f: &mut Findings) {
+    f.claims.push(Claim::new(
+        "kernel-phad-raises-handover-throughput",
+        "On the real kernel, PHA-D (railpath-gateway's controller) raises the instantaneous throughput at handover",
+        kern_d.railpath > 0.0,
+        if kernel_runs < 2 {
+            format!("{:+.2}% in one run", kern_d.railpath)
+        } else {
+            format!(
+                "{:+.2}% [{:+.2}, {:+.2}] over {} runs",
+                kern_d.railpath, kern_d.ci95[0], kern_d.ci95[1], kernel_runs
+            )
+        },
+    ));
+    if kernel_runs >= 2 {
+        f.claims.push(Claim::new(
+            "kernel-and-simulator-agree-on-phad",
+            "The simulator's PHA-D effect at handover lies within the kernel's 95% interval",
+            kern_d.ci95[0] <= sim_d.railpath && sim_d.railpath <= kern_d.ci95[1],
+            format!(
+                "simulator {:+.2}%, kernel {:+.2}% [{:+.2}, {:+.2}]",
+                sim_d.railpath, kern_d.railpath, kern_d.ci95[0], kern_d.ci95[1]
+            ),
+        ));
+    }
+}
+
+/// What the kernel comparison ran.
+fn kernel_setup(
+    opts: &Options,
+    lin: &Scenario,
+    lead: (railpath_sim::Time, railpath_sim::Time),
+) -> String {
+    format!(
         "<p>Upstream Linux has neither LIA nor minRTT, ECF, BLEST and Peekaboo, so here both sides run the kernel's \
          default scheduler with uncoupled CUBIC (<code>scheduler = \"linux-default\"</code>, <code>cc = \"uncoupled-cubic\"</code>), \
          without and with PHA-D, on the paper's geometry. The kernel side is real: the scenario's carriers emulated between \
@@ -909,18 +976,16 @@ fn kernel_comparison(
          train's router, and PHA-D by railpath-gateway's controller in the router namespace (the code the onboard daemon \
          runs), fed a replayed position feed with the run's GPS offset and the same handover table; it flips the router's \
          endpoints to backup {:.0} ms before a predicted zone and back {:.0} ms before its end, and the kernel sends \
-         MP_PRIO. Kernel: {}, {:.0} s each in real time{}; the simulator runs the same seeds (the same radio timelines).</p>\n\
-         <table><tr><th>stack</th><th>runs</th><th>average, plain (Mbit/s)</th><th>average, PHA-D</th><th>change (%)</th>\
-         <th>at handover, plain (Mbit/s)</th><th>at handover, PHA-D</th><th>change (%)</th></tr>\n{rows}</table>\n\
-         <figure>{fig_bars}<figcaption>Instantaneous throughput at handover on each stack, with 95% intervals.</figcaption></figure>\n\
-         <figure>{fig_around}<figcaption>Goodput from 2 s before to 2 s after each handover's start, averaged over handovers and runs \
-         (100 ms bins).</figcaption></figure>\n<p>The controller's flips: {}.</p>\n{}",
+         MP_PRIO. Kernel: {}, {:.0} s each in real time{}; the simulator runs the same seeds (the same radio timelines).</p>",
         lead.0.ms_f64(),
         lead.1.ms_f64(),
         if opts.kernel_runs == 1 {
             "one run per configuration (seed 1)".to_string()
         } else {
-            format!("{} runs per configuration (seeds 1-{})", opts.kernel_runs, opts.kernel_runs)
+            format!(
+                "{} runs per configuration (seeds 1-{})",
+                opts.kernel_runs, opts.kernel_runs
+            )
         },
         lin.run.duration_s,
         if opts.kernel_side_by_side {
@@ -928,10 +993,7 @@ fn kernel_comparison(
         } else {
             ", one after another"
         },
-        if notes.is_empty() { "none".to_string() } else { esc(&notes.join("; ")) },
-        kernel_discussion(sim_d, kern_d, &plain_at_handover, opts.kernel_runs),
-    );
-    Ok((html, numbers, claims, total + 4 * opts.kernel_runs))
+    )
 }
 
 /// What the kernel comparison says, from its numbers: `plain` is the throughput at handover
@@ -983,22 +1045,13 @@ fn kernel_discussion(sim: &Number, kern: &Number, plain: &[f64], kernel_runs: u6
 }
 
 /// The report's explanation of each disagreement, written from the numbers it explains.
-fn discussion(s: &Summary) -> String {
-    let num = |id: &str| {
-        s.numbers
-            .iter()
-            .find(|n| n.id == id)
-            .map_or(f64::NAN, |n| n.railpath)
-    };
+fn discussion(s: &Findings) -> String {
+    let num = |id: &str| s.value(id);
     let failed = |prefix: &str| -> Vec<&str> {
         SCHEDULERS
             .iter()
             .copied()
-            .filter(|sch| {
-                s.claims
-                    .iter()
-                    .any(|c| c.id == format!("{prefix}-{sch}") && !c.holds)
-            })
+            .filter(|sch| s.fails(&format!("{prefix}-{sch}")))
             .collect()
     };
     let mut out = String::new();
@@ -1091,10 +1144,7 @@ fn discussion(s: &Summary) -> String {
             },
         ));
     }
-    if s.claims
-        .iter()
-        .any(|c| c.id == "ranking-without-pha" && !c.holds)
-    {
+    if s.fails("ranking-without-pha") {
         out.push_str(
             "<p><b>Ranking of the schedulers.</b> With two equal carriers BLEST makes minRTT's decisions (it only holds \
              data back from a slower subflow, and neither is slower for long), and ECF waits for the faster subflow more \
@@ -1109,47 +1159,10 @@ fn discussion(s: &Summary) -> String {
     out
 }
 
-#[allow(clippy::too_many_arguments)]
-fn report(
-    s: &Summary,
-    t2: &str,
-    t3: &str,
-    t4: &str,
-    fig_around: &str,
-    fig_bars: &str,
-    fig_zones: &str,
-    fig_load: &str,
-    load_rows: &str,
-    table: &railpath_radio::table::HandoverTable,
-    kernel: &str,
-) -> String {
-    let num = |id: &str| s.numbers.iter().find(|n| n.id == id).cloned();
-    let claims = crate::claim_rows(s);
-    let tcp_avg = num("tcp-avg-throughput-mbps")
-        .map(|n| fmt_ci(&n))
-        .unwrap_or_default();
-    let tcp_drop = num("tcp-handover-change-pct")
-        .map(|n| fmt_ci(&n))
-        .unwrap_or_default();
-    let zones: usize = table.carriers.values().map(|c| c.zones.len()).sum();
-    let inst0 = num("inst-throughput-mbps-existing")
-        .map(|n| fmt_ci(&n))
-        .unwrap_or_default();
-    let inst1 = num("inst-throughput-mbps-pha")
-        .map(|n| fmt_ci(&n))
-        .unwrap_or_default();
-    let held = s.claims.iter().filter(|c| c.holds).count();
+/// The report's setup; `zones`: the learned table's zones.
+fn setup(zones: usize) -> String {
     format!(
-        r#"<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>railpath: the PHA paper reproduced</title>
-<style>{css}</style></head><body>
-<h1>PHA: proactive handover-aware MPTCP on high-speed trains, reproduced</h1>
-<p>Source: <code>{src}</code> (2024; English digest in railpath's seeds.md §1). railpath {ver}: {runs} simulated runs,
-{seeds} seeds per configuration; every number below is a mean with its 95% confidence interval over seeds.
-{held} of {nclaims} claims hold.</p>
-
-<h2>Setup</h2>
-<p>As in the paper: 70 s, a train at 300 km/h past eNodeBs every 1340 m, 300 m from the track, two carriers of 25 Mbit/s
+        r#"<p>As in the paper: 70 s, a train at 300 km/h past eNodeBs every 1340 m, 300 m from the track, two carriers of 25 Mbit/s
 whose sites are offset by half a spacing, X2 handovers triggered by A3 events (3 dB, 256 ms), LIA, and the schedulers
 minRTT, ECF, BLEST and Peekaboo, each plain, with PHA (the sender's scheduler skips the subflow of a carrier whose
 predicted handover zone the train is in) and with PHA-D (the train sends MP_PRIO to make that subflow backup one RTT
@@ -1158,93 +1171,113 @@ ahead of the zone and regular again one RTT before its end). The handover table 
 with every value the paper does not give chosen in a comment there.</p>
 <p><b>Instantaneous throughput at handover</b>: the flow's goodput over a 1 s window centred on each handover's start,
 averaged over the run's handovers. The paper does not name its window; 1 s spans the time-to-trigger before the start,
-the 50 ms interruption and the recovery after it, and is short against the ~20 s between one carrier's handovers.</p>
+the 50 ms interruption and the recovery after it, and is short against the ~20 s between one carrier's handovers.</p>"#
+    )
+}
 
-<h2>Claims</h2>
-<table><tr><th>claim</th><th>railpath</th><th>evidence</th></tr>
-{claims}</table>
-
-<h2>Single TCP per carrier</h2>
-<table><tr><th>quantity</th><th>paper</th><th>railpath</th></tr>
-<tr><td>average throughput per carrier (Mbit/s)</td><td>2.4</td><td>{tcp_avg}</td></tr>
-<tr><td>change of instantaneous throughput at a handover (%)</td><td>-20</td><td>{tcp_drop}</td></tr></table>
-
-<h2>Table 2: average throughput improvement with PHA (%)</h2>
-<table><tr><th>scheduler</th><th>paper</th><th>railpath PHA</th><th>railpath PHA-D</th></tr>
-{t2}</table>
-
-<h2>Table 3: instantaneous throughput improvement at handover (%)</h2>
-<table><tr><th>scheduler</th><th>paper</th><th>railpath PHA</th><th>railpath PHA-D</th></tr>
-{t3}</table>
-<p>Mean instantaneous throughput at handover over the four schedulers: paper 2.37 Mbit/s without PHA, 2.84 with;
-railpath {inst0} without, {inst1} with (Mbit/s).</p>
-
-<h2>Table 4: retransmission ratio (%)</h2>
-<table><tr><th>scheduler</th><th>paper existing</th><th>paper PHA</th><th>railpath existing</th><th>railpath PHA</th></tr>
-{t4}</table>
-
-<h2>PHA and the load</h2>
-<p>The paper's flows carried 2.4 Mbit/s on 25 Mbit/s carriers; railpath's main experiment above is a bulk download
+/// What the load sweep is.
+const LOAD: &str = r#"<p>The paper's flows carried 2.4 Mbit/s on 25 Mbit/s carriers; railpath's main experiment above is a bulk download
 that fills both. The same runs with the MPTCP connection limited by its data-level receive buffer (the radio unchanged),
 PHA against plain for each scheduler over the same seeds: the change of the instantaneous throughput at handover (%),
 and the connection's goodput without PHA (minRTT) as the load. 2.4 Mbit/s over the scenario's base RTT of about
-40.5 ms is 8.4 packets: buffers of 8 and 9 packets bracket the paper's operating point.</p>
-<table><tr><th>receive buffer (packets)</th><th>goodput, minRTT (Mbit/s)</th><th>minrtt</th><th>ecf</th><th>blest</th><th>peekaboo</th></tr>
-{load_rows}</table>
-<figure>{fig_load}<figcaption>PHA's change of the instantaneous throughput at handover (mean over seeds; the table gives
-the intervals) against the connection's goodput without PHA, for receive buffers of {rbufs} packets and the bulk
-download.</figcaption></figure>
-
-<h2>Figures</h2>
-<figure>{fig_around}<figcaption>Goodput of minRTT MPTCP from 2 s before to 2 s after each handover's start, averaged over
-every handover of every seed (100 ms bins), plain, with PHA and with PHA-D.</figcaption></figure>
-<figure>{fig_bars}<figcaption>Instantaneous throughput at handover per scheduler, with 95% intervals over seeds.</figcaption></figure>
-<figure>{fig_zones}<figcaption>The handover table learned from 50 runs: each carrier's zones along the track (shaded, handover
-positions widened by the 20 m GPS error) and the handovers of seed 1 (ticks).</figcaption></figure>
-
-<h2>On the real kernel</h2>
-{kernel}
-
-<h2>Where railpath and the paper differ, and why</h2>
-<div class="note">
-{discussion}
-</div>
-</body></html>
-"#,
-        css = crate::CSS,
-        discussion = discussion(s),
-        src = s.source,
-        ver = s.railpath_version,
-        runs = s.runs,
-        seeds = s.seeds,
-        nclaims = s.claims.len(),
-        rbufs = SWEEP_RBUF.map(|b| b.to_string()).join(", "),
-    )
-}
+40.5 ms is 8.4 packets: buffers of 8 and 9 packets bracket the paper's operating point.</p>"#;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::findings::Section;
+    use crate::frame::KernelResult;
+    use std::path::Path;
+
+    /// A stand-in for the kernel: the simulator itself, with a note as the controller gives
+    /// one when PHA-D runs.
+    fn stand_in(s: &Scenario, _work: &Path) -> Result<KernelResult, String> {
+        let phad = s.flows[0].mechanisms.iter().any(|m| m == "pha-d");
+        Ok(KernelResult {
+            results: sim::simulate(s)?,
+            note: if phad {
+                "carrier A: 4 to backup, 4 to regular".into()
+            } else {
+                String::new()
+            },
+        })
+    }
 
     #[test]
-    fn par_map_keeps_the_jobs_order_and_reports_an_error() {
-        let jobs: Vec<u64> = (0..50).collect();
-        for threads in [1, 2, 7] {
-            let got = par_map(threads, &jobs, |&j| Ok(j * j)).unwrap();
-            assert_eq!(got, jobs.iter().map(|j| j * j).collect::<Vec<_>>());
-        }
-        let err = par_map(2, &jobs, |&j| {
-            if j == 17 {
-                Err(format!("job {j} failed"))
-            } else {
-                Ok(j)
+    fn the_kernel_side_stands_beside_the_simulator() {
+        let dir = std::env::temp_dir().join(format!("railpath-pha-kernel-{}", std::process::id()));
+        // A table from a few preliminary runs (the study learns it from 50).
+        let mut base = load(MPTCP, MPTCP_FILE, &[]).unwrap();
+        let table = sim::learn_table(&base, 0, LEARN_SEED, 3).unwrap();
+        base.flows[0].handover_table_data = Some(table.clone());
+        let study = Pha {
+            seeds: 2,
+            tcp: load(TCP, TCP_FILE, &[]).unwrap(),
+            base,
+            table,
+        };
+        for (kernel_runs, together) in [(2, true), (1, false)] {
+            let opts = Options {
+                kernel: Some(stand_in),
+                kernel_runs,
+                kernel_side_by_side: together,
+                ..Options::simulator(&dir, 2)
+            };
+            let mut log = Vec::new();
+            let mut keep = |m: &str| log.push(m.to_string());
+            let mut cx = Context::new("pha", &opts, &dir, &mut keep);
+            let mut f = Findings::new(2);
+            let blocks = study.kernel_comparison(&mut cx, stand_in, &mut f).unwrap();
+            // Each seed plain and with PHA-D on the kernel, and twice in the simulator.
+            assert_eq!(cx.runs(), 6 * kernel_runs);
+            let s = Section {
+                title: "On the real kernel".into(),
+                blocks,
+            };
+            // A row per stack, the bars and the goodput around the handover.
+            let t = &s.tables()[0];
+            assert_eq!(t.rows.len(), 3);
+            assert!(t.rows.iter().all(|r| r[1].text == kernel_runs.to_string()));
+            assert_eq!(s.figures().len(), 2);
+            let text = s.text();
+            assert!(
+                text.contains("The controller's flips: seed 1, pha-d: carrier A: 4 to backup"),
+                "{text}"
+            );
+            assert_eq!(text.contains("at the same time"), together, "{text}");
+            // The stand-in is the simulator: the two stacks' numbers are the same.
+            for what in [
+                "goodput-mbps-plain",
+                "goodput-mbps-phad",
+                "inst-throughput-mbps-plain",
+                "inst-throughput-mbps-phad",
+                "phad-inst-improvement-pct",
+                "phad-avg-improvement-pct",
+            ] {
+                let (k, s) = (
+                    f.number(&format!("linux-kernel-{what}")).unwrap(),
+                    f.number(&format!("linux-sim-{what}")).unwrap(),
+                );
+                assert_eq!((k.railpath, k.ci95), (s.railpath, s.ci95), "{what}");
             }
-        });
-        assert_eq!(err, Err("job 17 failed".to_string()));
-        assert_eq!(
-            par_map(2, &[] as &[u64], |&j| Ok(j)).unwrap(),
-            Vec::<u64>::new()
-        );
+            let gain = f.value("linux-kernel-phad-inst-improvement-pct");
+            let c = f.claim("kernel-phad-raises-handover-throughput").unwrap();
+            assert_eq!(c.holds, gain > 0.0);
+            // Agreement needs the kernel's interval: two runs at least.
+            let agree = f.claim("kernel-and-simulator-agree-on-phad");
+            assert_eq!(agree.map(|c| c.holds), (kernel_runs >= 2).then_some(true));
+            let said = |what: &str| log.iter().any(|l| l.contains(what));
+            assert!(
+                said("kernel run (pha-d, seed 1) done: carrier A"),
+                "{log:?}"
+            );
+            assert_eq!(
+                said("kernel runs (none, seed 1; pha-d, seed 1) side by side"),
+                together,
+                "{log:?}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -1252,7 +1285,7 @@ mod tests {
         // The scenario's base RTT: both ways' delay and one full packet serialised at the
         // carrier's rate, 2 x 20 ms + (1448 + 52) B x 8 / 25 Mbit/s = 40.48 ms. The paper's
         // 2.4 Mbit/s over it is 12 144 B = 8.39 packets of 1448 B: 8 and 9 bracket it.
-        let s = load(MPTCP, "scenarios/pha/mptcp.toml", &[]).unwrap();
+        let s = load(MPTCP, MPTCP_FILE, &[]).unwrap();
         let tcp = s.tcp.resolved();
         let link = &s.links[0];
         let rate = s.carriers[0].rate_mbps.unwrap() * 1e6;

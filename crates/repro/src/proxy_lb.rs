@@ -13,18 +13,19 @@
 //! `--testbed`: the load balancer and railpath-gateway's proxy on the real kernel (namespace
 //! testbed, 1 to 5 car namespaces), a shortened run beside the simulator's of the same length.
 
-use crate::pha::{number, par_map};
+use crate::findings::{fmt_number, fmt_values, number, Block, Claim, Findings, Meta, Table};
+use crate::frame::{Context, KernelJob, KernelRun, Plan, Runs, Study};
+use crate::sim;
 use crate::stats::{ci95, mean};
-use crate::svg::{self, esc};
-use crate::{fmt_number, Claim, Number, Options, Summary, FORMAT};
+use crate::svg::{esc, Plot};
 use railpath_scenario::Scenario;
 use std::collections::HashSet;
 use std::fmt::Write;
-use std::path::Path;
 
 const LB: &str = include_str!("../../../scenarios/proxy-lb/lb.toml");
 const MPTCP: &str = include_str!("../../../scenarios/proxy-lb/mptcp.toml");
 const TRAIN: &str = include_str!("../../../scenarios/proxy-lb/train.toml");
+const TRAIN_FILE: &str = "scenarios/proxy-lb/train.toml";
 
 /// The MPTCP schedulers: railpath name, the paper's.
 const SCHEDULERS: [(&str, &str); 4] = [
@@ -89,15 +90,14 @@ pub fn scenario(
     if let Some(d) = duration_s {
         over.push(format!("run.duration_s={d}"));
     }
-    let mut s = railpath_scenario::load_text(text, file, Path::new("."), &over)
-        .map_err(|e| e.to_string())?;
+    let mut s = sim::load(text, file, &over)?;
     keep_cars(&mut s, cars);
     if let Mode::Mptcp(k) = mode {
         for f in &mut s.flows {
             f.scheduler = Some(SCHEDULERS[k].0.into());
         }
     }
-    s.validate().map_err(|e| e.to_string())?;
+    sim::check(&s)?;
     Ok(s)
 }
 
@@ -153,14 +153,15 @@ fn handovers(s: &Scenario) -> Vec<Vec<f64>> {
         .collect()
 }
 
+/// A run of the Table 4 setting.
 #[derive(Debug, Clone, Copy)]
-struct Job {
-    mode: Mode,
-    cars: usize,
-    seed: u64,
+pub struct CarsJob {
+    pub mode: Mode,
+    pub cars: usize,
+    pub seed: u64,
     /// Handovers that drop the carrier's queue (`outage_mode = "drop"`) instead of holding it:
     /// the sensitivity check of ECF's result.
-    drop: bool,
+    pub drop: bool,
 }
 
 /// Cars of the sensitivity check (handovers that drop the queue).
@@ -272,7 +273,7 @@ pub fn out_of(s: &Scenario, r: &railpath_sim::RunResults) -> Out {
     }
 }
 
-fn one(job: &Job) -> Result<Out, String> {
+fn one(job: &CarsJob) -> Result<Out, String> {
     let mut s = scenario(job.mode, job.cars, job.seed, None)?;
     if job.drop {
         for l in s
@@ -283,368 +284,444 @@ fn one(job: &Job) -> Result<Out, String> {
             l.outage_mode = railpath_scenario::OutageMode::Drop;
         }
     }
-    let r = crate::simulate(&s)?;
-    Ok(out_of(&s, &r))
+    Ok(out_of(&s, &sim::simulate(&s)?))
 }
 
 /// The validation set: one passenger, `cc`, 30 s.
 fn train(cc: &str, seed: u64) -> Result<f64, String> {
     let over = [format!("run.seed={seed}"), format!("flow.car1.cc=\"{cc}\"")];
-    let s = railpath_scenario::load_text(
-        TRAIN,
-        "scenarios/proxy-lb/train.toml",
-        Path::new("."),
-        &over,
-    )
-    .map_err(|e| e.to_string())?;
-    let r = crate::simulate(&s)?;
+    let s = sim::load(TRAIN, TRAIN_FILE, &over)?;
+    let r = sim::simulate(&s)?;
     Ok(r.summary.flows.iter().map(|f| f.goodput_bps).sum::<f64>() / 1e6)
 }
 
-/// Values of `outs` for the jobs matching `mode` and `cars`.
-fn pick<'a>(jobs: &[Job], outs: &'a [Out], mode: Mode, cars: usize) -> Vec<&'a Out> {
-    jobs.iter()
-        .zip(outs)
-        .filter(|(j, _)| j.mode == mode && j.cars == cars && !j.drop)
-        .map(|(_, o)| o)
+/// The report's setup.
+const SETUP: &str = r#"<p>The paper's Table 4: two shaped carriers, ISP_A 40 Mbit/s with a delay of 45-75 ms and 0.01% loss, ISP_B 30 Mbit/s,
+45-85 ms, 0.05% loss; a handover every 24 s on each, ISP_A at 24, 48, ... s, ISP_B at 12, 36, ... s; 1 to 5 cars, each a
+passenger client downloading from its own server for 960 s (iperf3 --reverse); CUBIC. The <b>load balancer</b> gives each
+car's connection one carrier when it opens (round robin: car 1 ISP_A, car 2 ISP_B, car 3 ISP_A, ...), and fails a car over
+only when its carrier has been down for 15 s (OpenWrt mwan3's default tracking), which no 1 s handover reaches. The
+<b>MPTCP proxy</b> on the train's router relays each car's TCP (over its in-car link) onto an MPTCP connection with a
+subflow per carrier (minRTT, CUBIC per subflow, uncoupled as the paper's), through a 64 KB relay buffer per connection
+(railpath-gateway's) that pushes back on the server when the car reads slower. Choices the paper leaves open, argued in
+<code>scenarios/proxy-lb/mptcp.toml</code>: each carrier's delay changes once a second to a value drawn uniformly from its range
+(a shaper replaying measurements; a per-packet random delay would reorder, which no shaper does), on the download
+direction; a handover is 1 s without delivery (the shaper replays a second of its log in which nothing got through), its
+queue held and sent on afterwards, as a shaper whose rate falls to zero does;
+1000-packet shaper queues (netem's default limit); 1 Gbit/s in-car links.</p>"#;
+
+/// What the validation set is.
+const VALIDATION: &str = r#"<p>The paper checked its testbed against the real train with one passenger, iperf3 for 30 s, minRTT, and Balia, BBR and
+CUBIC, 5 runs each, and reports only that both showed the same pattern and similar totals. railpath's runs of the same set
+on the Table 4 carriers (<code>scenarios/proxy-lb/train.toml</code>):</p>"#;
+
+/// One run of the study: the Table 4 setting, or the validation set.
+#[derive(Debug, Clone, Copy)]
+pub enum Job {
+    Table4(CarsJob),
+    /// The validation set: one passenger with congestion control `TRAIN_CCS[cc]`.
+    Validation {
+        cc: usize,
+        seed: u64,
+    },
+}
+
+/// What one run gave: the Table 4 run's [`Out`], or the validation run's goodput (Mbit/s).
+pub enum Got {
+    Table4(Out),
+    Validation(f64),
+}
+
+type LbRuns = Runs<Job, Got>;
+
+/// The PROXY-LB study.
+pub struct ProxyLb {
+    seeds: u64,
+    /// The goodput the carriers can deliver, Mbit/s: Table 4's and the validation set's.
+    usable: f64,
+    train_usable: f64,
+    /// The carriers' handovers in the first `SHOW_S` seconds: (from, to, label).
+    bands: Vec<(f64, f64, String)>,
+}
+
+/// Seconds of the per-car goodput plots.
+const SHOW_S: usize = 120;
+
+/// The Table 4 runs (not the drop-mode ones) of `mode` with `cars` cars, by seed.
+fn pick(runs: &LbRuns, mode: Mode, cars: usize) -> Vec<&Out> {
+    table4(runs, |j| j.mode == mode && j.cars == cars && !j.drop)
+}
+
+/// The Table 4 runs `keep` selects.
+fn table4(runs: &LbRuns, keep: impl Fn(&CarsJob) -> bool) -> Vec<&Out> {
+    runs.iter()
+        .filter_map(|(j, o)| match (j, o) {
+            (Job::Table4(j), Got::Table4(o)) if keep(j) => Some(o),
+            _ => None,
+        })
         .collect()
 }
 
-fn mci(v: &[f64]) -> (f64, f64, f64) {
-    ci95(v)
+/// Total goodputs of `mode` with `cars` cars, by seed.
+fn totals(runs: &LbRuns, mode: Mode, cars: usize) -> Vec<f64> {
+    pick(runs, mode, cars).iter().map(|o| o.total).collect()
 }
 
-fn fmt_ci(v: &[f64]) -> String {
-    let (m, lo, hi) = mci(v);
-    if v.len() < 2 || lo == hi {
-        format!("{m:.1}")
+/// Goodput per car (total / cars), by seed.
+fn per_car(runs: &LbRuns, mode: Mode, cars: usize) -> Vec<f64> {
+    pick(runs, mode, cars)
+        .iter()
+        .map(|o| o.total / cars as f64)
+        .collect()
+}
+
+/// The mean over seeds of `get` of the runs of `mode` with `cars` cars.
+fn avg_of(runs: &LbRuns, mode: Mode, cars: usize, get: impl Fn(&Out) -> f64) -> f64 {
+    mean(
+        &pick(runs, mode, cars)
+            .iter()
+            .map(|o| get(o))
+            .collect::<Vec<_>>(),
+    )
+}
+
+fn cars_s(cars: usize) -> &'static str {
+    if cars > 1 {
+        "s"
     } else {
-        format!("{m:.1} [{lo:.1}, {hi:.1}]")
+        ""
     }
 }
 
-pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summary, String> {
-    // Each 960 s run holds 39-40 handovers per carrier: a few seeds give tight intervals.
-    let seeds: Vec<u64> = (1..=opts.seeds.clamp(2, 3)).collect();
-    let mut jobs = Vec::new();
-    for cars in 1..=MAX_CARS {
-        for mode in [Mode::Lb, Mode::Mptcp(0)] {
-            jobs.extend(seeds.iter().map(|&seed| Job {
+impl Study for ProxyLb {
+    const META: Meta = Meta {
+        name: "proxy-lb",
+        title: "PROXY-LB: an MPTCP proxy on the train against the KTX load balancer",
+        page_title: "railpath: the PROXY-LB paper reproduced",
+        heading: "PROXY-LB: an MPTCP proxy on the train against the load balancer, reproduced",
+        source: "shared/seeds/001_6b2c89c274e8c693.txt",
+        digest: "English digest in railpath's seeds.md §2",
+        no_kernel: None,
+    };
+    type Job = Job;
+    type Out = Got;
+
+    fn plan(cx: &mut Context) -> Result<Plan<Self>, String> {
+        // Each 960 s run holds 39-40 handovers per carrier: a few seeds give tight intervals.
+        let seeds: Vec<u64> = (1..=cx.opts().seeds.clamp(2, 3)).collect();
+        let mut cars_jobs = Vec::new();
+        let mut add = |mode: Mode, cars: usize, drop: bool| {
+            cars_jobs.extend(seeds.iter().map(|&seed| CarsJob {
                 mode,
                 cars,
                 seed,
-                drop: false,
-            }));
-        }
-    }
-    for k in 1..SCHEDULERS.len() {
-        for cars in SCHED_CARS {
-            jobs.extend(seeds.iter().map(|&seed| Job {
-                mode: Mode::Mptcp(k),
-                cars,
-                seed,
-                drop: false,
-            }));
-        }
-    }
-    for mode in [Mode::Lb, Mode::Mptcp(1)] {
-        jobs.extend(seeds.iter().map(|&seed| Job {
-            mode,
-            cars: DROP_CARS,
-            seed,
-            drop: true,
-        }));
-    }
-    log(&format!(
-        "proxy-lb: {} runs of 960 s (load balancer and MPTCP minRTT with 1-5 cars, ECF, BLEST and redundant with 1, 3 and 5 cars, and with handovers that drop the queue; {} seeds) and {} runs of the validation set, on {} threads",
-        jobs.len(),
-        seeds.len(),
-        TRAIN_CCS.len() as u64 * TRAIN_RUNS,
-        opts.threads()
-    ));
-    let outs = par_map(opts.threads(), &jobs, one)?;
-    let train_jobs: Vec<(usize, u64)> = (0..TRAIN_CCS.len())
-        .flat_map(|c| (1..=TRAIN_RUNS).map(move |s| (c, s)))
-        .collect();
-    let train_outs = par_map(opts.threads(), &train_jobs, |&(c, s)| {
-        train(TRAIN_CCS[c].0, s)
-    })?;
-    let capacity: f64 = CARRIERS.iter().map(|c| c.1).sum();
-    // What the carriers can deliver as goodput: their rate less the headers of each segment,
-    // while they are up (no handover).
-    let usable = usable_mbps(&scenario(Mode::Mptcp(0), MAX_CARS, 1, None)?);
-
-    let mut numbers: Vec<Number> = Vec::new();
-    let mut claims: Vec<Claim> = Vec::new();
-    let totals = |mode: Mode, cars: usize| -> Vec<f64> {
-        pick(&jobs, &outs, mode, cars)
-            .iter()
-            .map(|o| o.total)
-            .collect()
-    };
-    let per_car = |mode: Mode, cars: usize| -> Vec<f64> {
-        pick(&jobs, &outs, mode, cars)
-            .iter()
-            .map(|o| o.total / cars as f64)
-            .collect()
-    };
-
-    // Goodput against the number of cars.
-    let mut cars_rows = String::new();
-    let mut groups = Vec::new();
-    let (mut tot_vals, mut car_vals) = (Vec::new(), Vec::new());
-    for cars in 1..=MAX_CARS {
-        let (lt, mt) = (totals(Mode::Lb, cars), totals(Mode::Mptcp(0), cars));
-        let (lc, mc) = (per_car(Mode::Lb, cars), per_car(Mode::Mptcp(0), cars));
-        for (id, v) in [
-            (format!("lb-{cars}-cars-total-mbps"), &lt),
-            (format!("mptcp-minrtt-{cars}-cars-total-mbps"), &mt),
-            (format!("lb-{cars}-cars-per-car-mbps"), &lc),
-            (format!("mptcp-minrtt-{cars}-cars-per-car-mbps"), &mc),
-        ] {
-            numbers.push(number(&id, None, v, "Mbit/s"));
-        }
-        let lb_cars: Vec<String> = pick(&jobs, &outs, Mode::Lb, cars)
-            .first()
-            .map(|o| {
-                o.per_car
-                    .iter()
-                    .zip(&o.carriers)
-                    .map(|(g, c)| format!("{g:.1} ({c})"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let _ = writeln!(
-            cars_rows,
-            "<tr><td>{cars}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}%</td><td>{}</td></tr>",
-            fmt_ci(&lt),
-            fmt_ci(&mt),
-            fmt_ci(&lc),
-            fmt_ci(&mc),
-            mean(&mt) / usable * 100.0,
-            esc(&lb_cars.join(", "))
-        );
-        groups.push(format!("{cars} car{}", if cars > 1 { "s" } else { "" }));
-        tot_vals.push(vec![mci(&lt), mci(&mt)]);
-        car_vals.push(vec![mci(&lc), mci(&mc)]);
-    }
-    let names = vec![
-        "load balancer".to_string(),
-        "MPTCP proxy (minRTT)".to_string(),
-    ];
-    let mut figs = String::new();
-    let _ = write!(
-        figs,
-        "<figure>{}<figcaption>Total goodput of all cars (the shapers' total capacity is {capacity:.0} Mbit/s), mean and 95% interval over seeds.</figcaption></figure>",
-        svg::bars("Total goodput against the number of cars", "Mbit/s", &groups, &names, &tot_vals)
-    );
-    let _ = write!(
-        figs,
-        "<figure>{}<figcaption>Goodput per car (total / cars).</figcaption></figure>",
-        svg::bars(
-            "Goodput per car against the number of cars",
-            "Mbit/s",
-            &groups,
-            &names,
-            &car_vals
-        )
-    );
-
-    // Claims on the numbers of cars.
-    let m = |mode: Mode, cars: usize| mean(&totals(mode, cars));
-    let mc = |mode: Mode, cars: usize| mean(&per_car(mode, cars));
-    let falls = |mode: Mode| (1..MAX_CARS).all(|n| mc(mode, n + 1) < mc(mode, n));
-    claims.push(Claim {
-        id: "per-car-falls".into(),
-        text: "Per-car throughput falls as cars are added (load balancer and MPTCP)".into(),
-        holds: falls(Mode::Lb) && falls(Mode::Mptcp(0)),
-        evidence: format!(
-            "per car, 1..5 cars: load balancer {}; MPTCP {} Mbit/s",
-            (1..=MAX_CARS)
-                .map(|n| format!("{:.1}", mc(Mode::Lb, n)))
-                .collect::<Vec<_>>()
-                .join(", "),
-            (1..=MAX_CARS)
-                .map(|n| format!("{:.1}", mc(Mode::Mptcp(0), n)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    });
-    claims.push(Claim {
-        id: "total-rises".into(),
-        text: "The total carried rises as cars are added".into(),
-        holds: m(Mode::Lb, MAX_CARS) > m(Mode::Lb, 1)
-            && m(Mode::Mptcp(0), MAX_CARS) > m(Mode::Mptcp(0), 1),
-        evidence: format!(
-            "total, 1..5 cars: load balancer {}; MPTCP {} Mbit/s",
-            (1..=MAX_CARS)
-                .map(|n| format!("{:.1}", m(Mode::Lb, n)))
-                .collect::<Vec<_>>()
-                .join(", "),
-            (1..=MAX_CARS)
-                .map(|n| format!("{:.1}", m(Mode::Mptcp(0), n)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    });
-    // MPTCP above the load balancer at every number of cars: the paired difference's interval
-    // above zero.
-    let mut above = true;
-    let mut ev = Vec::new();
-    for cars in 1..=MAX_CARS {
-        let (l, mp) = (totals(Mode::Lb, cars), totals(Mode::Mptcp(0), cars));
-        let d: Vec<f64> = mp.iter().zip(&l).map(|(a, b)| a - b).collect();
-        let (dm, lo, _) = ci95(&d);
-        above &= dm > 0.0 && lo > 0.0;
-        let n = number(
-            &format!("mptcp-minus-lb-{cars}-cars-mbps"),
-            None,
-            &d,
-            "Mbit/s",
-        );
-        ev.push(format!("{cars}: {}", fmt_number(&n, 1)));
-        numbers.push(n);
-    }
-    claims.push(Claim {
-        id: "mptcp-above-lb".into(),
-        text: "The MPTCP proxy carries more than the load balancer at every number of cars".into(),
-        holds: above,
-        evidence: format!(
-            "MPTCP minus load balancer, total Mbit/s (paired by seed): {}",
-            ev.join("; ")
-        ),
-    });
-    let share: Vec<f64> = (1..=MAX_CARS)
-        .map(|n| m(Mode::Mptcp(0), n) / usable)
-        .collect();
-    let lb_gap: Vec<f64> = (1..=MAX_CARS)
-        .map(|n| m(Mode::Mptcp(0), n) - m(Mode::Lb, n))
-        .collect();
-    claims.push(Claim {
-        id: "mptcp-converges".into(),
-        text: "As cars are added, MPTCP converges to the carriers' total capacity".into(),
-        holds: share[MAX_CARS - 1] >= 0.9 && share[MAX_CARS - 1] >= share[0],
-        evidence: format!(
-            "MPTCP total as a share of the {usable:.1} Mbit/s of goodput the carriers can deliver ({capacity:.0} Mbit/s less headers and handovers), 1..5 cars: {}",
-            share.iter().map(|x| format!("{:.0}%", x * 100.0)).collect::<Vec<_>>().join(", ")
-        ),
-    });
-
-    // Dips at handovers: two cars, per second.
-    let two_lb = pick(&jobs, &outs, Mode::Lb, 2);
-    let two_mp = pick(&jobs, &outs, Mode::Mptcp(0), 2);
-    let dip_of = |os: &[&Out], car: usize, c: usize| -> (Vec<f64>, f64) {
-        let r: Vec<f64> = os.iter().map(|o| o.dip[car][c].0).collect();
-        let least = os
-            .iter()
-            .map(|o| o.dip[car][c].1)
-            .fold(f64::INFINITY, f64::min);
-        (r, least)
-    };
-    let mut dip_rows = String::new();
-    for (mode, os) in [(Mode::Lb, &two_lb), (Mode::Mptcp(0), &two_mp)] {
-        for car in 0..2 {
-            let carrier = os
-                .first()
-                .and_then(|o| o.carriers.get(car).cloned())
-                .filter(|c| !c.is_empty())
-                .unwrap_or_else(|| "both".into());
-            let (a, amin) = dip_of(os, car, 0);
-            let (b, bmin) = dip_of(os, car, 1);
-            let _ = writeln!(
-                dip_rows,
-                "<tr><td>{}</td><td>car {}</td><td>{}</td><td>{:.0}%</td><td>{amin:.1}</td><td>{:.0}%</td><td>{bmin:.1}</td></tr>",
-                esc(&mode.name()),
-                car + 1,
-                esc(&carrier),
-                mean(&a) * 100.0,
-                mean(&b) * 100.0,
-            );
-            numbers.push(number(
-                &format!(
-                    "{}-2-cars-car{}-goodput-at-isp-a-handovers-pct",
-                    mode.id(),
-                    car + 1
-                ),
-                None,
-                &a.iter().map(|x| x * 100.0).collect::<Vec<_>>(),
-                "% of the car's mean",
-            ));
-            numbers.push(number(
-                &format!(
-                    "{}-2-cars-car{}-goodput-at-isp-b-handovers-pct",
-                    mode.id(),
-                    car + 1
-                ),
-                None,
-                &b.iter().map(|x| x * 100.0).collect::<Vec<_>>(),
-                "% of the car's mean",
-            ));
-        }
-    }
-    // The load balancer's car 1 is on ISP_A, car 2 on ISP_B (round robin).
-    let (l1a, _) = dip_of(&two_lb, 0, 0);
-    let (l1b, _) = dip_of(&two_lb, 0, 1);
-    let (l2a, _) = dip_of(&two_lb, 1, 0);
-    let (l2b, _) = dip_of(&two_lb, 1, 1);
-    let lb_dips = mean(&l1a) < 0.5 && mean(&l2b) < 0.5 && mean(&l1b) > 0.8 && mean(&l2a) > 0.8;
-    claims.push(Claim {
-        id: "lb-dips-at-own-handovers".into(),
-        text: "Load balancer: car 1 dips at each ISP_A handover, car 2 at each ISP_B handover (and not at the other's)".into(),
-        holds: lb_dips,
-        evidence: format!(
-            "2 cars, goodput in a handover's second as a share of the car's mean: car 1 at ISP_A {:.0}%, at ISP_B {:.0}%; car 2 at ISP_A {:.0}%, at ISP_B {:.0}%",
-            mean(&l1a) * 100.0,
-            mean(&l1b) * 100.0,
-            mean(&l2a) * 100.0,
-            mean(&l2b) * 100.0
-        ),
-    });
-    let mp_share: Vec<f64> = (0..2)
-        .flat_map(|car| {
-            [
-                mean(&dip_of(&two_mp, car, 0).0),
-                mean(&dip_of(&two_mp, car, 1).0),
-            ]
-        })
-        .collect();
-    let mp_low = mp_share.iter().copied().fold(f64::INFINITY, f64::min);
-    let mp_least = (0..2)
-        .flat_map(|car| [dip_of(&two_mp, car, 0).1, dip_of(&two_mp, car, 1).1])
-        .fold(f64::INFINITY, f64::min);
-    claims.push(Claim {
-        id: "mptcp-sends-through-handovers".into(),
-        text: "MPTCP keeps sending through handovers: in a handover's second a car keeps a good part of its goodput (at least a quarter, on average), where the balancer's car on that carrier gets nothing".into(),
-        holds: mp_low >= 0.25 && mean(&l1a) < mp_low && mean(&l2b) < mp_low,
-        evidence: format!(
-            "2 cars, goodput in a handover's second as a share of the car's mean: MPTCP car 1 {:.0}% (ISP_A) and {:.0}% (ISP_B), car 2 {:.0}% and {:.0}%; load balancer on its own carrier {:.0}% and {:.0}%. Single seconds can still stall: the least an MPTCP car got in one was {mp_least:.2} Mbit/s (head-of-line blocking behind what the carrier holds)",
-            mp_share[0] * 100.0,
-            mp_share[1] * 100.0,
-            mp_share[2] * 100.0,
-            mp_share[3] * 100.0,
-            mean(&l1a) * 100.0,
-            mean(&l2b) * 100.0
-        ),
-    });
-
-    // Per-car goodput over time (seed 1, two cars, the first 120 s).
-    let show = 120usize;
-    let bands: Vec<(f64, f64, String)> = {
-        let s = scenario(Mode::Lb, 2, 1, None)?;
-        let hos = handovers(&s);
-        let mut b = Vec::new();
-        for (c, times) in hos.iter().enumerate() {
-            for &t in times.iter().filter(|t| **t < show as f64) {
-                b.push((t, t + 1.0, format!("{} handover", CARRIERS[c].2)));
+                drop,
+            }))
+        };
+        for cars in 1..=MAX_CARS {
+            for mode in [Mode::Lb, Mode::Mptcp(0)] {
+                add(mode, cars, false);
             }
         }
-        b
-    };
-    for (mode, os, what) in [
-        (Mode::Lb, &two_lb, "each car on its one carrier"),
-        (Mode::Mptcp(0), &two_mp, "each car over both carriers"),
-    ] {
-        let Some(o) = os.first() else { continue };
+        for k in 1..SCHEDULERS.len() {
+            for cars in SCHED_CARS {
+                add(Mode::Mptcp(k), cars, false);
+            }
+        }
+        for mode in [Mode::Lb, Mode::Mptcp(1)] {
+            add(mode, DROP_CARS, true);
+        }
+        let grid = format!(
+            "{} of 960 s: load balancer and MPTCP minRTT with 1-5 cars, ECF, BLEST and redundant with 1, 3 and 5 cars, and with handovers that drop the queue, {} seeds; {} of the validation set",
+            cars_jobs.len(),
+            seeds.len(),
+            TRAIN_CCS.len() as u64 * TRAIN_RUNS
+        );
+        let mut jobs: Vec<Job> = cars_jobs.into_iter().map(Job::Table4).collect();
+        for cc in 0..TRAIN_CCS.len() {
+            jobs.extend((1..=TRAIN_RUNS).map(|seed| Job::Validation { cc, seed }));
+        }
+        // What the carriers can deliver as goodput: their rate less the headers of each
+        // segment, while they are up (no handover).
+        let usable = usable_mbps(&scenario(Mode::Mptcp(0), MAX_CARS, 1, None)?);
+        let train_usable = usable_mbps(&sim::load(TRAIN, TRAIN_FILE, &[])?);
+        let mut bands = Vec::new();
+        for (c, times) in handovers(&scenario(Mode::Lb, 2, 1, None)?)
+            .iter()
+            .enumerate()
+        {
+            for &t in times.iter().filter(|t| **t < SHOW_S as f64) {
+                bands.push((t, t + 1.0, format!("{} handover", CARRIERS[c].2)));
+            }
+        }
+        Ok(Plan {
+            study: ProxyLb {
+                seeds: seeds.len() as u64,
+                usable,
+                train_usable,
+                bands,
+            },
+            jobs,
+            grid,
+        })
+    }
+
+    fn run(&self, job: &Job) -> Result<Got, String> {
+        match job {
+            Job::Table4(j) => Ok(Got::Table4(one(j)?)),
+            Job::Validation { cc, seed } => Ok(Got::Validation(train(TRAIN_CCS[*cc].0, *seed)?)),
+        }
+    }
+
+    fn analyse(&self, runs: LbRuns, cx: &mut Context) -> Result<Findings, String> {
+        let mut f = Findings::new(self.seeds);
+        let (cars_table, mut figs, lb_gap) = self.cars(&runs, &mut f);
+        let dip_table = self.dips(&runs, &mut f, &mut figs);
+        let (sched_table, sched_means, lb_mean) = schedulers(&runs, &mut f);
+        let (train_table, train_means) = self.validation(&runs, &mut f);
+        let kernel = match cx.kernel() {
+            Some(k) => kernel_comparison(cx, k, &mut f)?,
+            None => vec![Block::prose(
+                "<p>Not run this time: <code>railpath repro proxy-lb --testbed</code> (as root, on a kernel with MPTCP) \
+                 builds 1 to 5 car namespaces behind a router namespace running the load balancer (policy routing and \
+                 masquerading per car) or railpath-gateway's proxy, two emulated carriers with the Table 4 settings and a \
+                 server per car, runs each configuration for 120 s and shows the kernel's totals here beside the \
+                 simulator's of the same length.</p>",
+            )],
+        };
+        let dropped = |mode: Mode| -> Vec<f64> {
+            table4(&runs, |j| j.mode == mode && j.drop)
+                .iter()
+                .map(|o| o.total)
+                .collect()
+        };
+        let (drop_lb, drop_ecf) = (dropped(Mode::Lb), dropped(Mode::Mptcp(1)));
+        f.numbers.push(number(
+            &format!("lb-{DROP_CARS}-cars-drop-handovers-total-mbps"),
+            None,
+            &drop_lb,
+            "Mbit/s",
+        ));
+        f.numbers.push(number(
+            &format!("mptcp-ecf-{DROP_CARS}-cars-drop-handovers-total-mbps"),
+            None,
+            &drop_ecf,
+            "Mbit/s",
+        ));
+        let m = |mode: Mode, cars: usize| mean(&totals(&runs, mode, cars));
+        let disc = discussion(&DiscIn {
+            drop: (mean(&drop_lb), mean(&drop_ecf)),
+            lb1: m(Mode::Lb, 1),
+            mp1: m(Mode::Mptcp(0), 1),
+            lb5: m(Mode::Lb, MAX_CARS),
+            mp5: m(Mode::Mptcp(0), MAX_CARS),
+            capacity: CARRIERS.iter().map(|c| c.1).sum(),
+            usable: self.usable,
+            lb_gap,
+            mp1_sub: [
+                avg_of(&runs, Mode::Mptcp(0), 1, |o| o.sub[0][0]),
+                avg_of(&runs, Mode::Mptcp(0), 1, |o| o.sub[0][1]),
+            ],
+            lb2: [
+                avg_of(&runs, Mode::Lb, 2, |o| o.per_car[0]),
+                avg_of(&runs, Mode::Lb, 2, |o| o.per_car[1]),
+            ],
+            sched: (0..SCHEDULERS.len())
+                .map(|k| {
+                    (
+                        sched_means[k],
+                        avg_of(&runs, Mode::Mptcp(k), 1, |o| o.idle_share),
+                    )
+                })
+                .collect(),
+            lb_mean,
+            train: train_means,
+        });
+        f.report.method = format!(
+            "{} seeds per configuration (each 960 s run holds 39 handovers of ISP_A and 40 of ISP_B); numbers are means with 95% confidence\n\
+             intervals over seeds.",
+            self.seeds
+        );
+        f.report.setup = SETUP.into();
+        let mut cars_blocks = vec![cars_table.into()];
+        cars_blocks.extend(figs);
+        f.section("Goodput against the number of cars", cars_blocks);
+        f.section(
+            "Handovers",
+            vec![
+                Block::prose(
+                    "<p>Two cars: each car's goodput in the second of a carrier's handover, as a share of its own mean, and the least it\n\
+                     got in any such second (Mbit/s), over the run's 39 (ISP_A) and 40 (ISP_B) handovers.</p>",
+                ),
+                dip_table.into(),
+            ],
+        );
+        f.section(
+            "Schedulers",
+            vec![
+                Block::prose(
+                    "<p>Total goodput (Mbit/s) with the MPTCP proxy's four schedulers, and the mean over 1, 3 and 5 cars.</p>",
+                ),
+                sched_table.into(),
+            ],
+        );
+        f.section(
+            "The validation set",
+            vec![Block::prose(VALIDATION), train_table.into()],
+        );
+        f.section("The real kernel", kernel);
+        f.section("Discussion", vec![Block::Prose(disc)]);
+        Ok(f)
+    }
+}
+
+impl ProxyLb {
+    /// Goodput against the number of cars: the table, the bar plots, the claims, and MPTCP's
+    /// lead over the balancer per number of cars.
+    fn cars(&self, runs: &LbRuns, f: &mut Findings) -> (Table, Vec<Block>, Vec<f64>) {
+        let usable = self.usable;
+        let capacity: f64 = CARRIERS.iter().map(|c| c.1).sum();
+        let mut table = Table::new([
+            "cars".to_string(),
+            "load balancer: total".into(),
+            "MPTCP proxy: total".into(),
+            "load balancer: per car".into(),
+            "MPTCP proxy: per car".into(),
+            format!("MPTCP: share of the usable {usable:.1}"),
+            "load balancer, seed 1: each car (its carrier)".into(),
+        ]);
+        let mut groups = Vec::new();
+        let (mut tot_vals, mut car_vals) = (Vec::new(), Vec::new());
+        for cars in 1..=MAX_CARS {
+            let (lt, mt) = (
+                totals(runs, Mode::Lb, cars),
+                totals(runs, Mode::Mptcp(0), cars),
+            );
+            let (lc, mc) = (
+                per_car(runs, Mode::Lb, cars),
+                per_car(runs, Mode::Mptcp(0), cars),
+            );
+            for (id, v) in [
+                (format!("lb-{cars}-cars-total-mbps"), &lt),
+                (format!("mptcp-minrtt-{cars}-cars-total-mbps"), &mt),
+                (format!("lb-{cars}-cars-per-car-mbps"), &lc),
+                (format!("mptcp-minrtt-{cars}-cars-per-car-mbps"), &mc),
+            ] {
+                f.numbers.push(number(&id, None, v, "Mbit/s"));
+            }
+            let lb_cars: Vec<String> = pick(runs, Mode::Lb, cars)
+                .first()
+                .map(|o| {
+                    o.per_car
+                        .iter()
+                        .zip(&o.carriers)
+                        .map(|(g, c)| format!("{g:.1} ({c})"))
+                        .collect()
+                })
+                .unwrap_or_default();
+            table.row([
+                cars.to_string(),
+                fmt_values(&lt, 1),
+                fmt_values(&mt, 1),
+                fmt_values(&lc, 1),
+                fmt_values(&mc, 1),
+                format!("{:.0}%", mean(&mt) / usable * 100.0),
+                lb_cars.join(", "),
+            ]);
+            groups.push(format!("{cars} car{}", cars_s(cars)));
+            tot_vals.push(vec![ci95(&lt), ci95(&mt)]);
+            car_vals.push(vec![ci95(&lc), ci95(&mc)]);
+        }
+        let names = vec![
+            "load balancer".to_string(),
+            "MPTCP proxy (minRTT)".to_string(),
+        ];
+        let figs = vec![
+            Block::figure(
+                Plot::bars(
+                    "Total goodput against the number of cars",
+                    "Mbit/s",
+                    groups.clone(),
+                    names.clone(),
+                    tot_vals,
+                ),
+                format!("Total goodput of all cars (the shapers' total capacity is {capacity:.0} Mbit/s), mean and 95% interval over seeds."),
+            ),
+            Block::figure(
+                Plot::bars(
+                    "Goodput per car against the number of cars",
+                    "Mbit/s",
+                    groups,
+                    names,
+                    car_vals,
+                ),
+                "Goodput per car (total / cars).",
+            ),
+        ];
+        let lb_gap = cars_claims(runs, usable, capacity, f);
+        (table, figs, lb_gap)
+    }
+
+    /// Dips at handovers: two cars, per second; the claims on them, and the per-car goodput
+    /// over time (seed 1, two cars, the first `SHOW_S` s) into `figs`.
+    fn dips(&self, runs: &LbRuns, f: &mut Findings, figs: &mut Vec<Block>) -> Table {
+        let two_lb = pick(runs, Mode::Lb, 2);
+        let two_mp = pick(runs, Mode::Mptcp(0), 2);
+        let mut table = Table::new([
+            "system",
+            "car",
+            "carrier",
+            "at ISP_A handovers",
+            "least",
+            "at ISP_B handovers",
+            "least",
+        ]);
+        for (mode, os) in [(Mode::Lb, &two_lb), (Mode::Mptcp(0), &two_mp)] {
+            for car in 0..2 {
+                let carrier = os
+                    .first()
+                    .and_then(|o| o.carriers.get(car).cloned())
+                    .filter(|c| !c.is_empty())
+                    .unwrap_or_else(|| "both".into());
+                let (a, amin) = dip_of(os, car, 0);
+                let (b, bmin) = dip_of(os, car, 1);
+                table.row([
+                    mode.name(),
+                    format!("car {}", car + 1),
+                    carrier,
+                    format!("{:.0}%", mean(&a) * 100.0),
+                    format!("{amin:.1}"),
+                    format!("{:.0}%", mean(&b) * 100.0),
+                    format!("{bmin:.1}"),
+                ]);
+                for (isp, v) in [("isp-a", &a), ("isp-b", &b)] {
+                    f.numbers.push(number(
+                        &format!(
+                            "{}-2-cars-car{}-goodput-at-{isp}-handovers-pct",
+                            mode.id(),
+                            car + 1
+                        ),
+                        None,
+                        &v.iter().map(|x| x * 100.0).collect::<Vec<_>>(),
+                        "% of the car's mean",
+                    ));
+                }
+            }
+        }
+        dip_claims(&two_lb, &two_mp, f);
+        for (mode, os, what) in [
+            (Mode::Lb, &two_lb, "each car on its one carrier"),
+            (Mode::Mptcp(0), &two_mp, "each car over both carriers"),
+        ] {
+            if let Some(o) = os.first() {
+                figs.push(self.over_time(mode, o, what));
+            }
+        }
+        table
+    }
+
+    /// Two cars' goodput per second in one run.
+    fn over_time(&self, mode: Mode, o: &Out, what: &str) -> Block {
         let series: Vec<(String, Vec<(f64, f64)>)> = o
             .series
             .iter()
@@ -657,55 +734,232 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
                 (
                     name,
                     g.iter()
-                        .take(show)
+                        .take(SHOW_S)
                         .enumerate()
                         .map(|(k, v)| (k as f64 + 1.0, *v))
                         .collect(),
                 )
             })
             .collect();
-        let _ = write!(
-            figs,
-            "<figure>{}<figcaption>{}: two cars' goodput per second (seed 1, the first {show} s of 960), {what}; shaded: the carriers' handovers.</figcaption></figure>",
-            svg::lines_with_bands(
+        Block::figure(
+            Plot::bands(
                 &format!("Per-car goodput over time: {}", mode.name()),
                 "time (s)",
                 "Mbit/s",
-                &series,
-                &bands
+                series,
+                self.bands.clone(),
             ),
-            esc(&mode.name())
-        );
+            format!(
+                "{}: two cars' goodput per second (seed 1, the first {SHOW_S} s of 960), {what}; shaded: the carriers' handovers.",
+                esc(&mode.name())
+            ),
+        )
     }
 
-    // The schedulers.
-    let mut sched_rows = String::new();
+    /// The validation set: each congestion control's goodput; the table and the means.
+    fn validation(&self, runs: &LbRuns, f: &mut Findings) -> (Table, Vec<f64>) {
+        let mut table = Table::new([
+            "congestion control".to_string(),
+            "goodput (Mbit/s)".into(),
+            "range over the 5 runs".into(),
+            format!("share of the usable {:.1}", self.train_usable),
+        ]);
+        let mut means = Vec::new();
+        for (c, (id, pname)) in TRAIN_CCS.iter().enumerate() {
+            let v: Vec<f64> = runs
+                .iter()
+                .filter_map(|(j, o)| match (j, o) {
+                    (Job::Validation { cc, .. }, Got::Validation(g)) if *cc == c => Some(*g),
+                    _ => None,
+                })
+                .collect();
+            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            f.numbers
+                .push(number(&format!("train-{id}-mbps"), None, &v, "Mbit/s"));
+            table.row([
+                pname.to_string(),
+                fmt_values(&v, 1),
+                format!("{lo:.1} to {hi:.1}"),
+                format!("{:.0}%", mean(&v) / self.train_usable * 100.0),
+            ]);
+            means.push(mean(&v));
+        }
+        (table, means)
+    }
+}
+
+/// The claims on the numbers of cars; returns MPTCP's lead over the balancer per number of cars.
+fn cars_claims(runs: &LbRuns, usable: f64, capacity: f64, f: &mut Findings) -> Vec<f64> {
+    let m = |mode: Mode, cars: usize| mean(&totals(runs, mode, cars));
+    let mc = |mode: Mode, cars: usize| mean(&per_car(runs, mode, cars));
+    let list = |g: &dyn Fn(usize) -> f64| {
+        (1..=MAX_CARS)
+            .map(|n| format!("{:.1}", g(n)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let falls = |mode: Mode| (1..MAX_CARS).all(|n| mc(mode, n + 1) < mc(mode, n));
+    f.claims.push(Claim::new(
+        "per-car-falls",
+        "Per-car throughput falls as cars are added (load balancer and MPTCP)",
+        falls(Mode::Lb) && falls(Mode::Mptcp(0)),
+        format!(
+            "per car, 1..5 cars: load balancer {}; MPTCP {} Mbit/s",
+            list(&|n| mc(Mode::Lb, n)),
+            list(&|n| mc(Mode::Mptcp(0), n))
+        ),
+    ));
+    f.claims.push(Claim::new(
+        "total-rises",
+        "The total carried rises as cars are added",
+        m(Mode::Lb, MAX_CARS) > m(Mode::Lb, 1)
+            && m(Mode::Mptcp(0), MAX_CARS) > m(Mode::Mptcp(0), 1),
+        format!(
+            "total, 1..5 cars: load balancer {}; MPTCP {} Mbit/s",
+            list(&|n| m(Mode::Lb, n)),
+            list(&|n| m(Mode::Mptcp(0), n))
+        ),
+    ));
+    // MPTCP above the load balancer at every number of cars: the paired difference's interval
+    // above zero.
+    let mut above = true;
+    let mut ev = Vec::new();
+    for cars in 1..=MAX_CARS {
+        let (l, mp) = (
+            totals(runs, Mode::Lb, cars),
+            totals(runs, Mode::Mptcp(0), cars),
+        );
+        let d: Vec<f64> = mp.iter().zip(&l).map(|(a, b)| a - b).collect();
+        let (dm, lo, _) = ci95(&d);
+        above &= dm > 0.0 && lo > 0.0;
+        let n = number(
+            &format!("mptcp-minus-lb-{cars}-cars-mbps"),
+            None,
+            &d,
+            "Mbit/s",
+        );
+        ev.push(format!("{cars}: {}", fmt_number(&n, 1)));
+        f.numbers.push(n);
+    }
+    f.claims.push(Claim::new(
+        "mptcp-above-lb",
+        "The MPTCP proxy carries more than the load balancer at every number of cars",
+        above,
+        format!(
+            "MPTCP minus load balancer, total Mbit/s (paired by seed): {}",
+            ev.join("; ")
+        ),
+    ));
+    let share: Vec<f64> = (1..=MAX_CARS)
+        .map(|n| m(Mode::Mptcp(0), n) / usable)
+        .collect();
+    f.claims.push(Claim::new(
+        "mptcp-converges",
+        "As cars are added, MPTCP converges to the carriers' total capacity",
+        share[MAX_CARS - 1] >= 0.9 && share[MAX_CARS - 1] >= share[0],
+        format!(
+            "MPTCP total as a share of the {usable:.1} Mbit/s of goodput the carriers can deliver ({capacity:.0} Mbit/s less headers and handovers), 1..5 cars: {}",
+            share.iter().map(|x| format!("{:.0}%", x * 100.0)).collect::<Vec<_>>().join(", ")
+        ),
+    ));
+    (1..=MAX_CARS)
+        .map(|n| m(Mode::Mptcp(0), n) - m(Mode::Lb, n))
+        .collect()
+}
+
+/// Per run, car `car`'s goodput in the second of carrier `c`'s handovers over its mean, and the
+/// least it got in such a second over the runs.
+fn dip_of(os: &[&Out], car: usize, c: usize) -> (Vec<f64>, f64) {
+    let r: Vec<f64> = os.iter().map(|o| o.dip[car][c].0).collect();
+    let least = os
+        .iter()
+        .map(|o| o.dip[car][c].1)
+        .fold(f64::INFINITY, f64::min);
+    (r, least)
+}
+
+/// The claims on the dips: the balancer's cars at their own carrier's handovers, MPTCP's
+/// through either.
+fn dip_claims(two_lb: &[&Out], two_mp: &[&Out], f: &mut Findings) {
+    // The load balancer's car 1 is on ISP_A, car 2 on ISP_B (round robin).
+    let (l1a, _) = dip_of(two_lb, 0, 0);
+    let (l1b, _) = dip_of(two_lb, 0, 1);
+    let (l2a, _) = dip_of(two_lb, 1, 0);
+    let (l2b, _) = dip_of(two_lb, 1, 1);
+    let lb_dips = mean(&l1a) < 0.5 && mean(&l2b) < 0.5 && mean(&l1b) > 0.8 && mean(&l2a) > 0.8;
+    f.claims.push(Claim::new(
+        "lb-dips-at-own-handovers",
+        "Load balancer: car 1 dips at each ISP_A handover, car 2 at each ISP_B handover (and not at the other's)",
+        lb_dips,
+        format!(
+            "2 cars, goodput in a handover's second as a share of the car's mean: car 1 at ISP_A {:.0}%, at ISP_B {:.0}%; car 2 at ISP_A {:.0}%, at ISP_B {:.0}%",
+            mean(&l1a) * 100.0,
+            mean(&l1b) * 100.0,
+            mean(&l2a) * 100.0,
+            mean(&l2b) * 100.0
+        ),
+    ));
+    let mp_share: Vec<f64> = (0..2)
+        .flat_map(|car| {
+            [
+                mean(&dip_of(two_mp, car, 0).0),
+                mean(&dip_of(two_mp, car, 1).0),
+            ]
+        })
+        .collect();
+    let mp_low = mp_share.iter().copied().fold(f64::INFINITY, f64::min);
+    let mp_least = (0..2)
+        .flat_map(|car| [dip_of(two_mp, car, 0).1, dip_of(two_mp, car, 1).1])
+        .fold(f64::INFINITY, f64::min);
+    f.claims.push(Claim::new(
+        "mptcp-sends-through-handovers",
+        "MPTCP keeps sending through handovers: in a handover's second a car keeps a good part of its goodput (at least a quarter, on average), where the balancer's car on that carrier gets nothing",
+        mp_low >= 0.25 && mean(&l1a) < mp_low && mean(&l2b) < mp_low,
+        format!(
+            "2 cars, goodput in a handover's second as a share of the car's mean: MPTCP car 1 {:.0}% (ISP_A) and {:.0}% (ISP_B), car 2 {:.0}% and {:.0}%; load balancer on its own carrier {:.0}% and {:.0}%. Single seconds can still stall: the least an MPTCP car got in one was {mp_least:.2} Mbit/s (head-of-line blocking behind what the carrier holds)",
+            mp_share[0] * 100.0,
+            mp_share[1] * 100.0,
+            mp_share[2] * 100.0,
+            mp_share[3] * 100.0,
+            mean(&l1a) * 100.0,
+            mean(&l2b) * 100.0
+        ),
+    ));
+}
+
+/// The schedulers: totals at 1, 3 and 5 cars against the balancer's; the table, each
+/// scheduler's mean and the balancer's.
+fn schedulers(runs: &LbRuns, f: &mut Findings) -> (Table, Vec<f64>, f64) {
+    let m = |mode: Mode, cars: usize| mean(&totals(runs, mode, cars));
+    let mut head = vec!["system".to_string()];
+    head.extend(SCHED_CARS.iter().map(|n| format!("{n} car{}", cars_s(*n))));
+    head.push("mean".into());
+    let mut table = Table::new(head);
     let lb_mean: f64 = mean(
         &SCHED_CARS
             .iter()
             .map(|&n| m(Mode::Lb, n))
             .collect::<Vec<_>>(),
     );
+    let mut row = vec!["load balancer".to_string()];
+    row.extend(
+        SCHED_CARS
+            .iter()
+            .map(|&n| fmt_values(&totals(runs, Mode::Lb, n), 1)),
+    );
+    row.push(format!("{lb_mean:.1}"));
+    table.row(row);
     let mut sched_means = Vec::new();
-    {
-        let mut cells = String::new();
-        for &n in &SCHED_CARS {
-            let _ = write!(cells, "<td>{}</td>", fmt_ci(&totals(Mode::Lb, n)));
-        }
-        let _ = writeln!(
-            sched_rows,
-            "<tr><td>load balancer</td>{cells}<td>{lb_mean:.1}</td></tr>"
-        );
-    }
     for (k, (id, pname)) in SCHEDULERS.iter().enumerate() {
-        let mut cells = String::new();
+        let mut row = vec![format!("MPTCP proxy, {pname}")];
         let mut ms = Vec::new();
         for &n in &SCHED_CARS {
-            let t = totals(Mode::Mptcp(k), n);
-            let _ = write!(cells, "<td>{}</td>", fmt_ci(&t));
+            let t = totals(runs, Mode::Mptcp(k), n);
+            row.push(fmt_values(&t, 1));
             // minRTT's are among the numbers of the cars' table already.
             if k > 0 {
-                numbers.push(number(
+                f.numbers.push(number(
                     &format!("mptcp-{id}-{n}-cars-total-mbps"),
                     None,
                     &t,
@@ -716,160 +970,29 @@ pub fn run(opts: &Options, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<Summ
         }
         let avg = mean(&ms);
         sched_means.push(avg);
-        let _ = writeln!(
-            sched_rows,
-            "<tr><td>MPTCP proxy, {pname}</td>{cells}<td>{avg:.1}</td></tr>"
-        );
+        row.push(format!("{avg:.1}"));
+        table.row(row);
     }
     let beat: Vec<bool> = sched_means.iter().map(|&x| x > lb_mean).collect();
-    claims.push(Claim {
-        id: "schedulers-beat-lb".into(),
-        text: "minRTT, ECF and BLEST all beat the load balancer on average throughput".into(),
-        holds: beat[0] && beat[1] && beat[2],
-        evidence: format!(
+    f.claims.push(Claim::new(
+        "schedulers-beat-lb",
+        "minRTT, ECF and BLEST all beat the load balancer on average throughput",
+        beat[0] && beat[1] && beat[2],
+        format!(
             "mean total over 1, 3 and 5 cars: load balancer {lb_mean:.1}; minRTT {:.1}, ECF {:.1}, BLEST {:.1} Mbit/s",
             sched_means[0], sched_means[1], sched_means[2]
         ),
-    });
-    claims.push(Claim {
-        id: "redundant-does-not-beat-lb".into(),
-        text: "The redundant scheduler does not beat the load balancer".into(),
-        holds: !beat[3],
-        evidence: format!(
+    ));
+    f.claims.push(Claim::new(
+        "redundant-does-not-beat-lb",
+        "The redundant scheduler does not beat the load balancer",
+        !beat[3],
+        format!(
             "mean total over 1, 3 and 5 cars: redundant {:.1}, load balancer {lb_mean:.1} Mbit/s",
             sched_means[3]
         ),
-    });
-
-    // The validation set.
-    let train_usable = usable_mbps(
-        &railpath_scenario::load_text(TRAIN, "scenarios/proxy-lb/train.toml", Path::new("."), &[])
-            .map_err(|e| e.to_string())?,
-    );
-    let mut train_rows = String::new();
-    for (c, (id, pname)) in TRAIN_CCS.iter().enumerate() {
-        let v: Vec<f64> = train_jobs
-            .iter()
-            .zip(&train_outs)
-            .filter(|((cc, _), _)| *cc == c)
-            .map(|(_, g)| *g)
-            .collect();
-        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        numbers.push(number(&format!("train-{id}-mbps"), None, &v, "Mbit/s"));
-        let _ = writeln!(
-            train_rows,
-            "<tr><td>{pname}</td><td>{}</td><td>{lo:.1} to {hi:.1}</td><td>{:.0}%</td></tr>",
-            fmt_ci(&v),
-            mean(&v) / train_usable * 100.0
-        );
-    }
-
-    // The real kernel.
-    let kernel_html = match opts.kernel {
-        Some(k) => {
-            let (html, nums, cls) = kernel_comparison(opts, k, dir, log)?;
-            numbers.extend(nums);
-            claims.extend(cls);
-            html
-        }
-        None => "<p>Not run this time: <code>railpath repro proxy-lb --testbed</code> (as root, on a kernel with MPTCP) \
-                 builds 1 to 5 car namespaces behind a router namespace running the load balancer (policy routing and \
-                 masquerading per car) or railpath-gateway's proxy, two emulated carriers with the Table 4 settings and a \
-                 server per car, runs each configuration for 120 s and shows the kernel's totals here beside the \
-                 simulator's of the same length.</p>"
-            .to_string(),
-    };
-
-    let avg_of = |mode: Mode, cars: usize, f: &dyn Fn(&Out) -> f64| -> f64 {
-        mean(
-            &pick(&jobs, &outs, mode, cars)
-                .iter()
-                .map(|o| f(o))
-                .collect::<Vec<_>>(),
-        )
-    };
-    let train_means: Vec<f64> = (0..TRAIN_CCS.len())
-        .map(|c| {
-            mean(
-                &train_jobs
-                    .iter()
-                    .zip(&train_outs)
-                    .filter(|((cc, _), _)| *cc == c)
-                    .map(|(_, g)| *g)
-                    .collect::<Vec<_>>(),
-            )
-        })
-        .collect();
-    let dropped = |mode: Mode| -> Vec<f64> {
-        jobs.iter()
-            .zip(&outs)
-            .filter(|(j, _)| j.mode == mode && j.drop)
-            .map(|(_, o)| o.total)
-            .collect()
-    };
-    let (drop_lb, drop_ecf) = (dropped(Mode::Lb), dropped(Mode::Mptcp(1)));
-    numbers.push(number(
-        &format!("lb-{DROP_CARS}-cars-drop-handovers-total-mbps"),
-        None,
-        &drop_lb,
-        "Mbit/s",
     ));
-    numbers.push(number(
-        &format!("mptcp-ecf-{DROP_CARS}-cars-drop-handovers-total-mbps"),
-        None,
-        &drop_ecf,
-        "Mbit/s",
-    ));
-    let disc = discussion(&DiscIn {
-        drop: (mean(&drop_lb), mean(&drop_ecf)),
-        lb1: m(Mode::Lb, 1),
-        mp1: m(Mode::Mptcp(0), 1),
-        lb5: m(Mode::Lb, MAX_CARS),
-        mp5: m(Mode::Mptcp(0), MAX_CARS),
-        capacity,
-        usable,
-        lb_gap,
-        mp1_sub: [
-            avg_of(Mode::Mptcp(0), 1, &|o| o.sub[0][0]),
-            avg_of(Mode::Mptcp(0), 1, &|o| o.sub[0][1]),
-        ],
-        lb2: [
-            avg_of(Mode::Lb, 2, &|o| o.per_car[0]),
-            avg_of(Mode::Lb, 2, &|o| o.per_car[1]),
-        ],
-        sched: (0..SCHEDULERS.len())
-            .map(|k| (sched_means[k], avg_of(Mode::Mptcp(k), 1, &|o| o.idle_share)))
-            .collect(),
-        lb_mean,
-        train: train_means,
-    });
-    let runs = (jobs.len() + train_jobs.len()) as u64;
-    let summary = Summary {
-        format: FORMAT.into(),
-        paper: "proxy-lb".into(),
-        source: "shared/seeds/001_6b2c89c274e8c693.txt".into(),
-        railpath_version: env!("CARGO_PKG_VERSION").into(),
-        seeds: seeds.len() as u64,
-        runs,
-        claims,
-        numbers,
-    };
-    let html = report(
-        &summary,
-        &cars_rows,
-        &dip_rows,
-        &sched_rows,
-        &train_rows,
-        &figs,
-        &kernel_html,
-        &disc,
-        usable,
-        train_usable,
-    );
-    let p = dir.join("report.html");
-    std::fs::write(&p, html).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
-    Ok(summary)
+    (table, sched_means, lb_mean)
 }
 
 struct DiscIn {
@@ -999,102 +1122,138 @@ fn discussion(d: &DiscIn) -> String {
     out
 }
 
+/// One configuration of the kernel comparison, both stacks: per run, the simulator's total, the
+/// kernel's total and per-car goodputs, and the kernel runs' notes.
+struct KernelCell {
+    mode: Mode,
+    cars: usize,
+    sim: Vec<f64>,
+    kern: Vec<f64>,
+    kern_cars: Vec<Vec<f64>>,
+    notes: String,
+}
+
 /// Load balancer and MPTCP proxy on the real kernel, beside the simulator with the same
-/// shortened runs: HTML, numbers, claims.
+/// shortened runs: the report's blocks; its numbers and claim go into `f`.
 fn kernel_comparison(
-    opts: &Options,
-    k: crate::KernelRun,
-    dir: &Path,
-    log: &mut dyn FnMut(&str),
-) -> Result<(String, Vec<Number>, Vec<Claim>), String> {
+    cx: &mut Context,
+    k: KernelRun,
+    f: &mut Findings,
+) -> Result<Vec<Block>, String> {
+    let opts = cx.opts();
     let duration = opts.kernel_duration_s.unwrap_or(KERNEL_DURATION_S);
     let max_cars = opts.kernel_cars.unwrap_or(MAX_CARS).clamp(1, MAX_CARS);
     let runs = opts.kernel_runs.max(1);
-    let modes = [Mode::Lb, Mode::Mptcp(0)];
-    let mut sim: Vec<(Mode, usize, Vec<f64>)> = Vec::new();
-    // Per configuration: mode, cars, totals per run, per-car goodputs per run, notes.
-    type KernelCell = (Mode, usize, Vec<f64>, Vec<Vec<f64>>, String);
-    let mut kern: Vec<KernelCell> = Vec::new();
-    let total_runs = modes.len() * max_cars * runs as usize;
-    let mut done = 0;
+    // Per number of cars, per system, per run.
+    let mut configs = Vec::new();
     for cars in 1..=max_cars {
-        for mode in modes {
-            let mut sv = Vec::new();
-            let mut kv = Vec::new();
-            let mut kcars = Vec::new();
-            let mut notes = Vec::new();
+        for mode in [Mode::Lb, Mode::Mptcp(0)] {
             for seed in 1..=runs {
-                let s = scenario(mode, cars, seed, Some(duration))?;
-                let r = crate::simulate(&s)?;
-                sv.push(out_of(&s, &r).total);
-                done += 1;
-                log(&format!(
-                    "proxy-lb: kernel run {done}/{total_runs} ({}, {cars} car{}, seed {seed}): {duration:.0} s on the testbed",
-                    mode.name(),
-                    if cars > 1 { "s" } else { "" }
+                configs.push((
+                    mode,
+                    cars,
+                    seed,
+                    scenario(mode, cars, seed, Some(duration))?,
                 ));
-                let work = dir.join(format!("kernel-{}-{cars}-cars-seed{seed}", mode.id()));
-                std::fs::create_dir_all(&work)
-                    .map_err(|e| format!("cannot create {}: {e}", work.display()))?;
-                let kr = k(&s, &work).map_err(|e| {
-                    format!(
-                        "kernel run ({}, {cars} cars, seed {seed}): {e}",
-                        mode.name()
-                    )
-                })?;
-                let o = out_of(&s, &kr.results);
-                kv.push(o.total);
-                kcars.push(o.per_car.clone());
-                if !kr.note.is_empty() {
-                    notes.push(kr.note);
-                }
             }
-            sim.push((mode, cars, sv));
-            kern.push((mode, cars, kv, kcars, notes.join("; ")));
         }
     }
-    let mut numbers = Vec::new();
-    let mut rows = String::new();
+    let sim_totals = cx.par_map(&configs, |(_, _, _, s)| {
+        Ok(out_of(s, &sim::simulate(s)?).total)
+    })?;
+    let batch: Vec<KernelJob> = configs
+        .iter()
+        .map(|(mode, cars, seed, s)| KernelJob {
+            scenario: s.clone(),
+            work: cx
+                .dir()
+                .join(format!("kernel-{}-{cars}-cars-seed{seed}", mode.id())),
+            label: format!("{}, {cars} car{}, seed {seed}", mode.name(), cars_s(*cars)),
+        })
+        .collect();
+    let kernel = cx.kernel_runs(k, &batch, false)?;
+    let mut cells: Vec<KernelCell> = Vec::new();
+    for (((mode, cars, _, s), st), kr) in configs.iter().zip(sim_totals).zip(kernel) {
+        if cells
+            .last()
+            .is_none_or(|c| c.mode != *mode || c.cars != *cars)
+        {
+            cells.push(KernelCell {
+                mode: *mode,
+                cars: *cars,
+                sim: Vec::new(),
+                kern: Vec::new(),
+                kern_cars: Vec::new(),
+                notes: String::new(),
+            });
+        }
+        let Some(c) = cells.last_mut() else {
+            continue;
+        };
+        let o = out_of(s, &kr.results);
+        c.sim.push(st);
+        c.kern.push(o.total);
+        c.kern_cars.push(o.per_car);
+        if !kr.note.is_empty() {
+            if !c.notes.is_empty() {
+                c.notes.push_str("; ");
+            }
+            c.notes.push_str(&kr.note);
+        }
+    }
+    Ok(kernel_report(&cells, max_cars, runs, duration, f))
+}
+
+/// The kernel comparison's numbers, claim and report blocks.
+fn kernel_report(
+    cells: &[KernelCell],
+    max_cars: usize,
+    runs: u64,
+    duration: f64,
+    f: &mut Findings,
+) -> Vec<Block> {
+    let mut table = Table::new([
+        "cars",
+        "load balancer: simulator",
+        "kernel",
+        "kernel, per car",
+        "MPTCP proxy: simulator",
+        "kernel",
+        "kernel, per car",
+    ]);
     let mut notes = String::new();
     let mut above = true;
     let mut ev = Vec::new();
     // The largest difference between kernel and simulator, relative to the simulator's.
     let mut worst: Option<(f64, String)> = None;
     for cars in 1..=max_cars {
-        let get_s = |mode: Mode| {
-            sim.iter()
-                .find(|x| x.0 == mode && x.1 == cars)
-                .map(|x| x.2.clone())
-                .unwrap_or_default()
-        };
-        let get_k = |mode: Mode| kern.iter().find(|x| x.0 == mode && x.1 == cars).cloned();
-        let (ls, ms) = (get_s(Mode::Lb), get_s(Mode::Mptcp(0)));
-        let (Some(lk), Some(mk)) = (get_k(Mode::Lb), get_k(Mode::Mptcp(0))) else {
+        let get = |mode: Mode| cells.iter().find(|c| c.mode == mode && c.cars == cars);
+        let (Some(lb), Some(mp)) = (get(Mode::Lb), get(Mode::Mptcp(0))) else {
             continue;
         };
         for (id, v) in [
-            (format!("kernel-lb-{cars}-cars-total-mbps"), &lk.2),
-            (format!("kernel-mptcp-{cars}-cars-total-mbps"), &mk.2),
-            (format!("kernel-sim-lb-{cars}-cars-total-mbps"), &ls),
-            (format!("kernel-sim-mptcp-{cars}-cars-total-mbps"), &ms),
+            (format!("kernel-lb-{cars}-cars-total-mbps"), &lb.kern),
+            (format!("kernel-mptcp-{cars}-cars-total-mbps"), &mp.kern),
+            (format!("kernel-sim-lb-{cars}-cars-total-mbps"), &lb.sim),
+            (format!("kernel-sim-mptcp-{cars}-cars-total-mbps"), &mp.sim),
         ] {
-            numbers.push(number(&id, None, v, "Mbit/s"));
+            f.numbers.push(number(&id, None, v, "Mbit/s"));
         }
-        above &= mean(&mk.2) > mean(&lk.2);
-        for (mode, sv, kv) in [(Mode::Lb, &ls, &lk.2), (Mode::Mptcp(0), &ms, &mk.2)] {
-            let rel = (mean(kv) - mean(sv)) / mean(sv);
+        above &= mean(&mp.kern) > mean(&lb.kern);
+        for c in [lb, mp] {
+            let rel = (mean(&c.kern) - mean(&c.sim)) / mean(&c.sim);
             if rel.is_finite() && worst.as_ref().is_none_or(|w| rel.abs() > w.0.abs()) {
                 worst = Some((
                     rel,
-                    format!(
-                        "{}, {cars} car{}",
-                        mode.name(),
-                        if cars > 1 { "s" } else { "" }
-                    ),
+                    format!("{}, {cars} car{}", c.mode.name(), cars_s(cars)),
                 ));
             }
         }
-        ev.push(format!("{cars}: {:.1} vs {:.1}", mean(&mk.2), mean(&lk.2)));
+        ev.push(format!(
+            "{cars}: {:.1} vs {:.1}",
+            mean(&mp.kern),
+            mean(&lb.kern)
+        ));
         let per = |v: &Vec<Vec<f64>>| -> String {
             v.first()
                 .map(|c| {
@@ -1105,145 +1264,122 @@ fn kernel_comparison(
                 })
                 .unwrap_or_default()
         };
-        let _ = writeln!(
-            rows,
-            "<tr><td>{cars}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            fmt_ci(&ls),
-            fmt_ci(&lk.2),
-            esc(&per(&lk.3)),
-            fmt_ci(&ms),
-            fmt_ci(&mk.2),
-            esc(&per(&mk.3))
-        );
-        for (mode, note) in [(Mode::Lb, &lk.4), (Mode::Mptcp(0), &mk.4)] {
-            if !note.is_empty() {
+        table.row([
+            cars.to_string(),
+            fmt_values(&lb.sim, 1),
+            fmt_values(&lb.kern, 1),
+            per(&lb.kern_cars),
+            fmt_values(&mp.sim, 1),
+            fmt_values(&mp.kern, 1),
+            per(&mp.kern_cars),
+        ]);
+        for c in [lb, mp] {
+            if !c.notes.is_empty() {
                 let _ = writeln!(
                     notes,
                     "<li>{}, {cars} car{}: {}</li>",
-                    esc(&mode.name()),
-                    if cars > 1 { "s" } else { "" },
-                    esc(note)
+                    esc(&c.mode.name()),
+                    cars_s(cars),
+                    esc(&c.notes)
                 );
             }
         }
     }
-    let claims = vec![Claim {
-        id: "kernel-mptcp-above-lb".into(),
-        text: "On the real kernel, the MPTCP proxy (railpath-gateway) carries more than the load balancer at every number of cars".into(),
-        holds: above && !ev.is_empty(),
-        evidence: format!("kernel totals, MPTCP vs load balancer, Mbit/s: {}", ev.join("; ")),
-    }];
-    let html = format!(
-        "<p>{max_cars} car counts x 2 configurations x {runs} run{} of {duration:.0} s each on the namespace testbed \
-         (Table 4's carriers emulated in user space, the load balancer as per-car policy routing and masquerading, \
-         railpath-gateway as the proxy, a server per car), beside the simulator's runs of the same length and seeds. \
-         Totals in Mbit/s; per-car values of the first run.</p>\n\
-         <table><tr><th>cars</th><th>load balancer: simulator</th><th>kernel</th><th>kernel, per car</th><th>MPTCP proxy: simulator</th><th>kernel</th><th>kernel, per car</th></tr>\n{rows}</table>\n{agree}<ul>{notes}</ul>",
-        if runs > 1 { "s" } else { "" },
-        agree = match &worst {
-            Some((rel, what)) => format!(
-                "<p>The kernel's totals are within {:.0}% of the simulator's; the largest difference is {}'s ({:+.0}%). \
-                 Both stacks run CUBIC; the kernel's MPTCP runs its default scheduler where the simulator runs minRTT, \
-                 and the kernel's runs are single draws of {duration:.0} s (docs/testbed.md).</p>",
-                rel.abs() * 100.0,
-                esc(what),
-                rel * 100.0
-            ),
-            None => String::new(),
-        }
-    );
-    Ok((html, numbers, claims))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn report(
-    s: &Summary,
-    cars_rows: &str,
-    dip_rows: &str,
-    sched_rows: &str,
-    train_rows: &str,
-    figs: &str,
-    kernel: &str,
-    discussion: &str,
-    usable: f64,
-    train_usable: f64,
-) -> String {
-    let claims = crate::claim_rows(s);
-    let held = s.claims.iter().filter(|c| c.holds).count();
-    let sched_head: String = SCHED_CARS
-        .iter()
-        .map(|n| format!("<th>{n} car{}</th>", if *n > 1 { "s" } else { "" }))
-        .collect();
-    format!(
-        r#"<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>railpath: the PROXY-LB paper reproduced</title>
-<style>{css}</style></head><body>
-<h1>PROXY-LB: an MPTCP proxy on the train against the load balancer, reproduced</h1>
-<p>Source: <code>{src}</code> (English digest in railpath's seeds.md §2). railpath {ver}: {runs} simulated runs,
-{seeds} seeds per configuration (each 960 s run holds 39 handovers of ISP_A and 40 of ISP_B); numbers are means with 95% confidence
-intervals over seeds. {held} of {nclaims} claims hold.</p>
-
-<h2>Setup</h2>
-<p>The paper's Table 4: two shaped carriers, ISP_A 40 Mbit/s with a delay of 45-75 ms and 0.01% loss, ISP_B 30 Mbit/s,
-45-85 ms, 0.05% loss; a handover every 24 s on each, ISP_A at 24, 48, ... s, ISP_B at 12, 36, ... s; 1 to 5 cars, each a
-passenger client downloading from its own server for 960 s (iperf3 --reverse); CUBIC. The <b>load balancer</b> gives each
-car's connection one carrier when it opens (round robin: car 1 ISP_A, car 2 ISP_B, car 3 ISP_A, ...), and fails a car over
-only when its carrier has been down for 15 s (OpenWrt mwan3's default tracking), which no 1 s handover reaches. The
-<b>MPTCP proxy</b> on the train's router relays each car's TCP (over its in-car link) onto an MPTCP connection with a
-subflow per carrier (minRTT, CUBIC per subflow, uncoupled as the paper's), through a 64 KB relay buffer per connection
-(railpath-gateway's) that pushes back on the server when the car reads slower. Choices the paper leaves open, argued in
-<code>scenarios/proxy-lb/mptcp.toml</code>: each carrier's delay changes once a second to a value drawn uniformly from its range
-(a shaper replaying measurements; a per-packet random delay would reorder, which no shaper does), on the download
-direction; a handover is 1 s without delivery (the shaper replays a second of its log in which nothing got through), its
-queue held and sent on afterwards, as a shaper whose rate falls to zero does;
-1000-packet shaper queues (netem's default limit); 1 Gbit/s in-car links.</p>
-
-<h2>Claims</h2>
-<table><tr><th>claim</th><th>railpath</th><th>evidence</th></tr>
-{claims}</table>
-
-<h2>Goodput against the number of cars</h2>
-<table><tr><th>cars</th><th>load balancer: total</th><th>MPTCP proxy: total</th><th>load balancer: per car</th><th>MPTCP proxy: per car</th><th>MPTCP: share of the usable {usable:.1}</th><th>load balancer, seed 1: each car (its carrier)</th></tr>
-{cars_rows}</table>
-{figs}
-
-<h2>Handovers</h2>
-<p>Two cars: each car's goodput in the second of a carrier's handover, as a share of its own mean, and the least it
-got in any such second (Mbit/s), over the run's 39 (ISP_A) and 40 (ISP_B) handovers.</p>
-<table><tr><th>system</th><th>car</th><th>carrier</th><th>at ISP_A handovers</th><th>least</th><th>at ISP_B handovers</th><th>least</th></tr>
-{dip_rows}</table>
-
-<h2>Schedulers</h2>
-<p>Total goodput (Mbit/s) with the MPTCP proxy's four schedulers, and the mean over 1, 3 and 5 cars.</p>
-<table><tr><th>system</th>{sched_head}<th>mean</th></tr>
-{sched_rows}</table>
-
-<h2>The validation set</h2>
-<p>The paper checked its testbed against the real train with one passenger, iperf3 for 30 s, minRTT, and Balia, BBR and
-CUBIC, 5 runs each, and reports only that both showed the same pattern and similar totals. railpath's runs of the same set
-on the Table 4 carriers (<code>scenarios/proxy-lb/train.toml</code>):</p>
-<table><tr><th>congestion control</th><th>goodput (Mbit/s)</th><th>range over the 5 runs</th><th>share of the usable {train_usable:.1}</th></tr>
-{train_rows}</table>
-
-<h2>The real kernel</h2>
-{kernel}
-
-<h2>Discussion</h2>
-{discussion}
-</body></html>
-"#,
-        css = crate::CSS,
-        src = esc(&s.source),
-        ver = s.railpath_version,
-        runs = s.runs,
-        seeds = s.seeds,
-        nclaims = s.claims.len(),
-    )
+    f.claims.push(Claim::new(
+        "kernel-mptcp-above-lb",
+        "On the real kernel, the MPTCP proxy (railpath-gateway) carries more than the load balancer at every number of cars",
+        above && !ev.is_empty(),
+        format!("kernel totals, MPTCP vs load balancer, Mbit/s: {}", ev.join("; ")),
+    ));
+    let mut blocks = vec![
+        Block::Prose(format!(
+            "<p>{max_cars} car counts x 2 configurations x {runs} run{} of {duration:.0} s each on the namespace testbed \
+             (Table 4's carriers emulated in user space, the load balancer as per-car policy routing and masquerading, \
+             railpath-gateway as the proxy, a server per car), beside the simulator's runs of the same length and seeds. \
+             Totals in Mbit/s; per-car values of the first run.</p>",
+            if runs > 1 { "s" } else { "" },
+        )),
+        table.into(),
+    ];
+    if let Some((rel, what)) = &worst {
+        blocks.push(Block::Prose(format!(
+            "<p>The kernel's totals are within {:.0}% of the simulator's; the largest difference is {}'s ({:+.0}%). \
+             Both stacks run CUBIC; the kernel's MPTCP runs its default scheduler where the simulator runs minRTT, \
+             and the kernel's runs are single draws of {duration:.0} s (docs/testbed.md).</p>",
+            rel.abs() * 100.0,
+            esc(what),
+            rel * 100.0
+        )));
+    }
+    blocks.push(Block::Prose(format!("<ul>{notes}</ul>")));
+    blocks
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::findings::Section;
+    use crate::frame::{KernelResult, Options};
+    use std::path::Path;
+
+    /// A stand-in for the kernel: the simulator itself, with a note naming its cars.
+    fn stand_in(s: &Scenario, _work: &Path) -> Result<KernelResult, String> {
+        Ok(KernelResult {
+            results: sim::simulate(s)?,
+            note: format!("{} cars -> stand-in", s.flows.len()),
+        })
+    }
+
+    #[test]
+    fn the_kernel_side_stands_beside_the_simulator() {
+        let dir = std::env::temp_dir().join(format!("railpath-plb-kernel-{}", std::process::id()));
+        let opts = Options {
+            kernel: Some(stand_in),
+            kernel_runs: 1,
+            kernel_duration_s: Some(20.0),
+            kernel_cars: Some(2),
+            ..Options::simulator(&dir, 2)
+        };
+        let mut log = Vec::new();
+        let mut keep = |m: &str| log.push(m.to_string());
+        let mut cx = Context::new("proxy-lb", &opts, &dir, &mut keep);
+        let mut f = Findings::new(2);
+        let s = Section {
+            title: "The real kernel".into(),
+            blocks: kernel_comparison(&mut cx, stand_in, &mut f).unwrap(),
+        };
+        // A row per number of cars, with the kernel's per-car goodputs.
+        let t = &s.tables()[0];
+        assert_eq!(t.head[3].text, "kernel, per car");
+        assert_eq!(t.rows.len(), 2);
+        assert_eq!(t.rows[1][3].text.split(", ").count(), 2);
+        // The stand-in is the simulator: the two stacks' totals are the same.
+        for cars in 1..=2 {
+            for m in ["lb", "mptcp"] {
+                let k = f.value(&format!("kernel-{m}-{cars}-cars-total-mbps"));
+                let s = f.value(&format!("kernel-sim-{m}-{cars}-cars-total-mbps"));
+                assert!(k > 0.0 && k == s, "{m}, {cars} cars: {k} {s}");
+            }
+        }
+        assert!(f.number("kernel-lb-3-cars-total-mbps").is_none());
+        let above = (1..=2).all(|n| {
+            f.value(&format!("kernel-mptcp-{n}-cars-total-mbps"))
+                > f.value(&format!("kernel-lb-{n}-cars-total-mbps"))
+        });
+        assert_eq!(f.claim("kernel-mptcp-above-lb").unwrap().holds, above);
+        // Each configuration's note, escaped.
+        let text = s.text();
+        assert!(text.contains("within 0% of the simulator's"), "{text}");
+        assert!(
+            text.contains("<li>MPTCP proxy, minRTT, 2 cars: 2 cars -&gt; stand-in</li>"),
+            "{text}"
+        );
+        assert!(
+            log.iter().any(|l| l == "proxy-lb: kernel run 4/4 (MPTCP proxy, minRTT, 2 cars, seed 1): 20 s on the testbed"),
+            "{log:?}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn a_car_count_keeps_its_flows_and_links() {

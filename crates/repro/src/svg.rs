@@ -134,13 +134,117 @@ fn legend(out: &mut String, names: &[String]) {
     }
 }
 
+/// A named line of a line chart: (name, points).
+pub type Series = (String, Vec<(f64, f64)>);
+
+/// A shaded x-interval of a line chart: (from, to, label).
+pub type Band = (f64, f64, String);
+
+/// A plot as data: what it shows, drawn by [`Plot::svg`]. Reports hold their figures this way,
+/// so a test reads a figure's series rather than its markup.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plot {
+    /// Lines over shaded bands ([`lines_with_bands`]; no bands: [`lines`]).
+    Lines {
+        title: String,
+        xlabel: String,
+        ylabel: String,
+        series: Vec<Series>,
+        bands: Vec<Band>,
+    },
+    /// Grouped bars with 95% intervals ([`bars`]).
+    Bars {
+        title: String,
+        ylabel: String,
+        groups: Vec<String>,
+        names: Vec<String>,
+        values: Vec<Vec<(f64, f64, f64)>>,
+    },
+    /// Intervals along an axis ([`intervals`]).
+    Intervals {
+        title: String,
+        xlabel: String,
+        rows: Vec<IntervalRow>,
+    },
+}
+
+impl Plot {
+    /// A line chart without bands.
+    pub fn lines(title: &str, xlabel: &str, ylabel: &str, series: Vec<Series>) -> Plot {
+        Plot::bands(title, xlabel, ylabel, series, Vec::new())
+    }
+
+    /// A line chart over shaded bands.
+    pub fn bands(
+        title: &str,
+        xlabel: &str,
+        ylabel: &str,
+        series: Vec<Series>,
+        bands: Vec<Band>,
+    ) -> Plot {
+        Plot::Lines {
+            title: title.into(),
+            xlabel: xlabel.into(),
+            ylabel: ylabel.into(),
+            series,
+            bands,
+        }
+    }
+
+    /// Grouped bars with 95% intervals.
+    pub fn bars(
+        title: &str,
+        ylabel: &str,
+        groups: Vec<String>,
+        names: Vec<String>,
+        values: Vec<Vec<(f64, f64, f64)>>,
+    ) -> Plot {
+        Plot::Bars {
+            title: title.into(),
+            ylabel: ylabel.into(),
+            groups,
+            names,
+            values,
+        }
+    }
+
+    /// The plot's title.
+    pub fn title(&self) -> &str {
+        match self {
+            Plot::Lines { title, .. }
+            | Plot::Bars { title, .. }
+            | Plot::Intervals { title, .. } => title,
+        }
+    }
+
+    /// The plot's SVG.
+    pub fn svg(&self) -> String {
+        match self {
+            Plot::Lines {
+                title,
+                xlabel,
+                ylabel,
+                series,
+                bands,
+            } => lines_with_bands(title, xlabel, ylabel, series, bands),
+            Plot::Bars {
+                title,
+                ylabel,
+                groups,
+                names,
+                values,
+            } => bars(title, ylabel, groups, names, values),
+            Plot::Intervals {
+                title,
+                xlabel,
+                rows,
+            } => intervals(title, xlabel, rows),
+        }
+    }
+}
+
 /// A line chart: `series` = (name, points).
-pub fn lines(
-    title: &str,
-    xlabel: &str,
-    ylabel: &str,
-    series: &[(String, Vec<(f64, f64)>)],
-) -> String {
+pub fn lines(title: &str, xlabel: &str, ylabel: &str, series: &[Series]) -> String {
     lines_with_bands(title, xlabel, ylabel, series, &[])
 }
 
@@ -153,8 +257,8 @@ pub fn lines_with_bands(
     title: &str,
     xlabel: &str,
     ylabel: &str,
-    series: &[(String, Vec<(f64, f64)>)],
-    bands: &[(f64, f64, String)],
+    series: &[Series],
+    bands: &[Band],
 ) -> String {
     let pts = series.iter().flat_map(|(_, p)| p.iter());
     let (mut x0, mut x1, mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64, 0.0f64);
@@ -390,5 +494,14 @@ mod tests {
         let z = intervals("t", "m", &[("A".into(), vec![(0.0, 10.0)], vec![5.0])]);
         assert_eq!(z.matches("class=\"zone\"").count(), 1);
         assert_eq!(esc("<a&b>"), "&lt;a&amp;b&gt;");
+        // A plot as data draws as the function it names.
+        let p = Plot::lines(
+            "t",
+            "x",
+            "y",
+            vec![("a".into(), vec![(0.0, 1.0), (1.0, 2.0)])],
+        );
+        assert_eq!(p.svg(), l);
+        assert_eq!(p.title(), "t");
     }
 }

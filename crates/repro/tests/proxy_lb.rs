@@ -4,6 +4,7 @@
 //! car's does not fall to zero there.
 
 use railpath_repro::proxy_lb::{out_of, scenario, Mode};
+use railpath_repro::sim::simulate;
 
 const DURATION_S: f64 = 240.0;
 const SEEDS: [u64; 2] = [1, 2];
@@ -13,7 +14,7 @@ fn total(mode: Mode, cars: usize) -> f64 {
         .iter()
         .map(|&seed| {
             let s = scenario(mode, cars, seed, Some(DURATION_S)).unwrap();
-            out_of(&s, &railpath_sim::run(&s.validate().unwrap()).unwrap()).total
+            out_of(&s, &simulate(&s).unwrap()).total
         })
         .sum::<f64>()
         / SEEDS.len() as f64
@@ -35,7 +36,7 @@ fn the_proxy_beats_the_load_balancer_for_one_to_five_cars() {
 #[test]
 fn a_balanced_car_dips_at_its_carriers_handovers_and_an_mptcp_car_does_not_stop() {
     let lb = scenario(Mode::Lb, 2, 1, Some(DURATION_S)).unwrap();
-    let o = out_of(&lb, &railpath_sim::run(&lb.validate().unwrap()).unwrap());
+    let o = out_of(&lb, &simulate(&lb).unwrap());
     // Round robin: car 1 on ISP_A, car 2 on ISP_B.
     assert_eq!(o.carriers, ["isp-a", "isp-b"]);
     // dip[car][carrier].0: goodput in the second of that carrier's handovers over the car's
@@ -52,7 +53,7 @@ fn a_balanced_car_dips_at_its_carriers_handovers_and_an_mptcp_car_does_not_stop(
     );
 
     let mp = scenario(Mode::Mptcp(0), 2, 1, Some(DURATION_S)).unwrap();
-    let o = out_of(&mp, &railpath_sim::run(&mp.validate().unwrap()).unwrap());
+    let o = out_of(&mp, &simulate(&mp).unwrap());
     for car in 0..2 {
         for carrier in 0..2 {
             // On average over the handovers an MPTCP car keeps sending through either
