@@ -61,7 +61,7 @@ pub fn is_traffic(prev: &Counters, cur: &Counters) -> bool {
 
 /// Reads an interface's counters; `None` if it does not exist (or the name is not a plain name).
 pub fn read_counters(ifname: &str) -> Option<Counters> {
-    let c = |k: &str| crate::metrics::iface_stat(ifname, k);
+    let c = |k: &str| iface_stat(ifname, k);
     Some(Counters {
         rx_bytes: c("rx_bytes")?,
         rx_packets: c("rx_packets")?,
@@ -318,6 +318,16 @@ impl StallBook {
     pub fn unknown(&self) -> (f64, u64) {
         self.unknown
     }
+}
+
+/// One of an interface's kernel statistics (`rx_bytes`, `tx_packets`, ...); `None` if
+/// unreadable or if the name is not a plain interface name.
+pub fn iface_stat(ifname: &str, key: &str) -> Option<u64> {
+    if ifname.contains('/') || ifname.contains("..") || key.contains('/') {
+        return None;
+    }
+    let p = std::path::PathBuf::from(format!("/sys/class/net/{ifname}/statistics/{key}"));
+    std::fs::read_to_string(p).ok()?.trim().parse().ok()
 }
 
 #[cfg(test)]

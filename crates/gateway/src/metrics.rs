@@ -2,9 +2,8 @@
 //! (format 0.0.4, https://prometheus.io/docs/instrumenting/exposition_formats/) served on
 //! `GET /metrics`. A full HTTP stack is not needed for one read-only page.
 
-use crate::figures::StallBook;
+use crate::figures::{iface_stat, StallBook};
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -566,16 +565,6 @@ fn escape(s: &str) -> String {
 /// A carrier interface's kernel byte counter (`dir`: "rx" or "tx"); `None` if unreadable.
 pub fn iface_counter(ifname: &str, dir: &str) -> Option<u64> {
     iface_stat(ifname, &format!("{dir}_bytes"))
-}
-
-/// One of an interface's kernel statistics (`rx_bytes`, `tx_packets`, ...); `None` if
-/// unreadable or if the name is not a plain interface name.
-pub fn iface_stat(ifname: &str, key: &str) -> Option<u64> {
-    if ifname.contains('/') || ifname.contains("..") || key.contains('/') {
-        return None;
-    }
-    let p = PathBuf::from(format!("/sys/class/net/{ifname}/statistics/{key}"));
-    std::fs::read_to_string(p).ok()?.trim().parse().ok()
 }
 
 /// Serves `GET /metrics` until the task is dropped. Each request is bounded to 8 KiB and 5 s.

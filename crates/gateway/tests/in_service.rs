@@ -54,7 +54,8 @@ impl Drop for Bed {
 }
 
 fn build(tag: &str, rate_mbps: u32, buffer: u32, config: impl FnOnce(&TempDir) -> String) -> Bed {
-    let mut spec = TestbedSpec::from_resolved(&scenario(rate_mbps, buffer).validate().unwrap()).unwrap();
+    let mut spec =
+        TestbedSpec::from_resolved(&scenario(rate_mbps, buffer).validate().unwrap()).unwrap();
     spec.clients = 1;
     let tb = Testbed::new(&spec).expect("testbed");
     // Large starting receive buffers (docs/gateway.md, Limits: a kernel receive-side stall).
