@@ -18,6 +18,7 @@ run: build
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	python3 scripts/layers.py
 
 test: setup lint
 	CARGO="$(CARGO)" ./scripts/test.sh
