@@ -17,9 +17,10 @@ pub mod tcp;
 mod udp;
 mod world;
 
+pub use net::PacketTap;
 pub use railpath_core::{Rng, Time};
 pub use results::RunResults;
-pub use world::{run, run_with_progress, SimError};
+pub use world::{run, run_with_progress, run_with_tap, SimError};
 
 /// The version recorded in every summary.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

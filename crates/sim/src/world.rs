@@ -52,6 +52,23 @@ pub fn run_with_progress(
     Ok(w.finish(s))
 }
 
+/// [`run_with_progress`] with a packet capture at both ends of every link direction (see
+/// [`crate::net::PacketTap`]); its `end` is called when the run ends. The results are those of
+/// the same run without it.
+pub fn run_with_tap(
+    s: &Scenario,
+    progress: &mut dyn FnMut(f64),
+    tap: Box<dyn crate::net::PacketTap>,
+) -> Result<RunResults, SimError> {
+    let mut w = World::build(s)?;
+    w.net.tap = Some(tap);
+    w.run(progress);
+    if let Some(mut t) = w.net.tap.take() {
+        t.end(w.end);
+    }
+    Ok(w.finish(s))
+}
+
 /// A change of a link's conditions at a point in time.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum StepAction {

@@ -38,13 +38,42 @@ pub enum Hop {
     Sink(Endpoint),
 }
 
+/// A capture point at both ends of every link direction (a packet capture, `railpath run
+/// --pcap`): told of each packet offered to a direction's queue and of each packet leaving its
+/// far end, in simulated-time order. Link `i`'s data direction is `dir` `2 i`, its reverse
+/// `2 i + 1` (the order `World::build` makes them in); `to` is the endpoint the packet's route
+/// ends at. The network holds at most one; with none, the hot path pays one untaken branch per
+/// hop (docs/performance.md).
+pub trait PacketTap {
+    /// `p` is offered to `dir`'s queue at `now`: the host (or hop) at the near end sent it onto
+    /// the link, whether the queue then keeps or drops it.
+    fn enter(&mut self, now: Time, dir: u32, to: Endpoint, p: &Packet);
+    /// `p` leaves `dir` at its far end at `now`.
+    fn leave(&mut self, now: Time, dir: u32, to: Endpoint, p: &Packet);
+    /// The run ended at `now`; nothing more will come.
+    fn end(&mut self, _now: Time) {}
+}
+
 /// The network: event scheduler, link directions and the route table.
-#[derive(Debug)]
 pub struct Net {
     pub sched: Scheduler,
     pub dirs: Vec<LinkDir>,
     pub routes: Vec<Vec<Hop>>,
     pub bonds: Vec<bond::Bond>,
+    /// A packet capture, if the run has one.
+    pub tap: Option<Box<dyn PacketTap>>,
+}
+
+impl std::fmt::Debug for Net {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Net")
+            .field("sched", &self.sched)
+            .field("dirs", &self.dirs)
+            .field("routes", &self.routes)
+            .field("bonds", &self.bonds)
+            .field("tap", &self.tap.is_some())
+            .finish()
+    }
 }
 
 impl Net {
@@ -54,6 +83,7 @@ impl Net {
             dirs: Vec::new(),
             routes: Vec::new(),
             bonds: Vec::new(),
+            tap: None,
         }
     }
 
@@ -142,9 +172,43 @@ impl Net {
     /// Offer a packet to link direction `d`, starting its server if idle.
     #[inline]
     fn enqueue(&mut self, d: u32, p: Packet) {
+        if self.tap.is_some() {
+            self.tap_enter(d, &p);
+        }
         let now = self.sched.now();
         if let Wake::Service(t) = self.dirs[d as usize].enqueue(p, now) {
             self.sched.at(t, Event::LinkService { dir: d });
+        }
+    }
+
+    /// The endpoint `p`'s route ends at.
+    fn sink_of(&self, p: &Packet) -> Endpoint {
+        match self.routes[p.route as usize].last() {
+            Some(Hop::Sink(e)) => *e,
+            // Every route ends at its sink (`World::build`).
+            _ => Endpoint {
+                flow: u32::MAX,
+                sub: 0,
+                side: Side::Receiver,
+            },
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn tap_enter(&mut self, d: u32, p: &Packet) {
+        let (now, to) = (self.sched.now(), self.sink_of(p));
+        if let Some(t) = self.tap.as_deref_mut() {
+            t.enter(now, d, to, p);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn tap_leave(&mut self, d: u32, p: &Packet) {
+        let (now, to) = (self.sched.now(), self.sink_of(p));
+        if let Some(t) = self.tap.as_deref_mut() {
+            t.leave(now, d, to, p);
         }
     }
 
@@ -185,6 +249,9 @@ impl Net {
             let Some(mut p) = self.dirs[d as usize].take_arrival() else {
                 return;
             };
+            if self.tap.is_some() {
+                self.tap_leave(d, &p);
+            }
             if let Hop::Bond(bd) = self.hop_of(&p) {
                 if !self.bond_exit(bd, &p) {
                     continue;
