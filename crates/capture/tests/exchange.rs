@@ -78,7 +78,8 @@ fn exchange() -> Vec<Frame> {
     let mut hm = [0u8; 20];
     hm.copy_from_slice(&hmac_a[..20]);
     // (subflow, from the server, seq, ack, SYN, payload, option[s])
-    let steps: Vec<(usize, bool, u32, Option<u32>, bool, usize, Vec<MptcpOption>)> = vec![
+    type Step = (usize, bool, u32, Option<u32>, bool, usize, Vec<MptcpOption>);
+    let steps: Vec<Step> = vec![
         (0, false, ISN_A[0], None, true, 0, vec![cap(None, None)]),
         (
             0,

@@ -49,7 +49,7 @@ fn the_mptcp_capture_gives_the_runs_counts_delivery_and_stalls() {
     // The capture changes nothing of the run.
     let without = railpath_sim::run(&s).unwrap();
     assert_eq!(with, without);
-    let a = railpath_capture::analyze(&[dir.clone()], &names(&s)).unwrap();
+    let a = railpath_capture::analyze(std::slice::from_ref(&dir), &names(&s)).unwrap();
     assert_eq!(a.summary.points.len(), 4, "{:?}", a.summary.points);
     let (f, sim) = (&a.summary.flows[0], &with.summary.flows[0]);
     assert_eq!(a.summary.flows.len(), 1);
