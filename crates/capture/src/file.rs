@@ -23,6 +23,15 @@ pub enum Format {
     Pcap,
 }
 
+impl From<railpath_scenario::CaptureFormat> for Format {
+    fn from(f: railpath_scenario::CaptureFormat) -> Format {
+        match f {
+            railpath_scenario::CaptureFormat::Pcapng => Format::Pcapng,
+            railpath_scenario::CaptureFormat::Pcap => Format::Pcap,
+        }
+    }
+}
+
 impl Format {
     pub fn parse(s: &str) -> Option<Format> {
         match s {
@@ -281,7 +290,7 @@ impl CaptureReader {
                     "not a capture: no pcap file header or pcapng section header block".into()
                 }
                 PcapError::Incomplete(_) | PcapError::UnexpectedEof => {
-                    "truncated inside its file header".into()
+                    "not a capture: too short for a pcap or pcapng file header".into()
                 }
                 e => format!("not a readable capture ({e:?})"),
             })

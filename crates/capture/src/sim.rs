@@ -56,6 +56,20 @@ pub struct CaptureOptions {
 impl CaptureOptions {
     /// Default snap length: every header (14 + 20 + 60) with room to spare, no payload.
     pub const DEFAULT_SNAPLEN: u32 = 128;
+
+    /// The capture a run asks for: `dir` (a `--pcap DIR` argument) or the scenario's
+    /// `[capture]` (its `dir` relative to the run's output directory `out`); `None` for neither.
+    /// The format and snap length are the scenario's (or the defaults).
+    pub fn for_run(s: &Scenario, out: &std::path::Path, dir: Option<PathBuf>) -> Option<Self> {
+        let c = s.capture.clone();
+        let dir = dir.or_else(|| c.as_ref().map(|c| out.join(c.dir())))?;
+        let c = c.unwrap_or_default();
+        Some(CaptureOptions {
+            dir,
+            format: c.format().into(),
+            snaplen: c.snaplen_bytes(),
+        })
+    }
 }
 
 /// The files a capture wrote.

@@ -145,6 +145,9 @@ impl Scenario {
         )?;
         // A TOML integer is at most 2^63-1, so a seed written in a scenario can be read back.
         c.int_range("run.seed", self.run.seed, 0, i64::MAX as u64, "")?;
+        if let Some(cap) = &self.capture {
+            cap.validate(&self.source)?;
+        }
         let max_bin = self.run.duration_s * 1000.0;
         if !(self.run.bin_ms.is_finite() && self.run.bin_ms >= 1.0 && self.run.bin_ms <= max_bin) {
             return Err(c.err(
