@@ -23,8 +23,8 @@
 //!   data-level reassembly of what the subflows release, through the DSS mappings (RFC 8684
 //!   3.3.1); data-level sequence numbers are relative to the IDSN of the data sender's key
 //!   (MP_CAPABLE) or, without keys, to the first mapping seen.
-//! - A reinjection is a segment new on its subflow whose data-level range starts below the
-//!   highest data sequence number already sent on any subflow (RFC 8684 3.3.6).
+//! - A reinjection is a segment new on its subflow whose data-level range overlaps data already
+//!   sent on any subflow (RFC 8684 3.3.6).
 //! - A stall is a gap of at least `stall_s` between two advances of a flow's in-order data
 //!   stream, or from the last advance to the end of the capture while data still arrived.
 //! - Subflows join their MPTCP connection by token (MP_JOIN's token is the most significant 32
@@ -254,6 +254,36 @@ impl Reasm {
     }
 }
 
+/// A set of byte ranges, merged.
+#[derive(Debug, Clone, Default)]
+struct Ranges(BTreeMap<u64, u64>);
+
+impl Ranges {
+    /// Whether [a, b) overlaps the set.
+    fn overlaps(&self, a: u64, b: u64) -> bool {
+        if let Some((_, &e)) = self.0.range(..=a).next_back() {
+            if e > a {
+                return true;
+            }
+        }
+        self.0.range(a..b).next().is_some()
+    }
+    fn insert(&mut self, mut a: u64, mut b: u64) {
+        if let Some((&s, &e)) = self.0.range(..=a).next_back() {
+            if e >= a {
+                a = s;
+                b = b.max(e);
+            }
+        }
+        let inside: Vec<(u64, u64)> = self.0.range(a..=b).map(|(&s, &e)| (s, e)).collect();
+        for (s, e) in inside {
+            self.0.remove(&s);
+            b = b.max(e);
+        }
+        self.0.insert(a, b);
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Outstanding {
     start: u64,
@@ -309,7 +339,8 @@ struct Conn {
 /// One end of an MPTCP connection's data level.
 #[derive(Debug, Default)]
 struct MpEnd {
-    hi_sent: Option<u64>,
+    /// Data-level ranges sent so far (on any subflow).
+    sent: Ranges,
     reinjected: u64,
     reasm: Reasm,
 }
@@ -621,11 +652,10 @@ impl State {
             if let Some(m) = mp {
                 if let Some(dsn) = dsn_at(&e.maps, start) {
                     let me = &mut self.mps[m].ends[ei(end)];
-                    if me.hi_sent.is_some_and(|h| dsn < h) {
+                    if me.sent.overlaps(dsn, dsn + len) {
                         me.reinjected += 1;
                     }
-                    let de = dsn + len;
-                    me.hi_sent = Some(me.hi_sent.map_or(de, |h| h.max(de)));
+                    me.sent.insert(dsn, dsn + len);
                 }
             }
         }
@@ -1123,6 +1153,20 @@ mod tests {
         assert!((s[0].start_s - 0.2).abs() < 1e-9 && (s[0].duration_s - 0.3).abs() < 1e-9);
         assert_eq!(series_stalls(&v, 0.1, 0.1).len(), 2);
         assert!(series_stalls(&[0.0; 4], 0.1, 0.1).is_empty());
+    }
+
+    #[test]
+    fn sent_ranges_merge_and_overlap() {
+        let mut r = Ranges::default();
+        r.insert(0, 10);
+        r.insert(20, 30);
+        assert!(!r.overlaps(10, 20), "the gap between two ranges");
+        assert!(r.overlaps(5, 6) && r.overlaps(15, 21) && r.overlaps(29, 40));
+        r.insert(10, 20);
+        assert_eq!(r.0.len(), 1, "{r:?}");
+        r.insert(40, 50);
+        r.insert(35, 45);
+        assert_eq!(r.0.get(&35), Some(&50));
     }
 
     #[test]

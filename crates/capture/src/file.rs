@@ -158,9 +158,22 @@ impl CaptureWriter {
     /// Write one Ethernet frame seen on interface `iface` at `t_ns` nanoseconds since the Unix
     /// epoch.
     pub fn write(&mut self, iface: u32, t_ns: u64, frame: &[u8]) -> std::io::Result<()> {
+        self.write_with_len(iface, t_ns, frame, frame.len() as u32)
+    }
+
+    /// [`CaptureWriter::write`] of a frame of `orig_len` bytes of which `frame` is the start
+    /// (already cut, by a caller that copied only what the snap length keeps).
+    pub fn write_with_len(
+        &mut self,
+        iface: u32,
+        t_ns: u64,
+        frame: &[u8],
+        orig_len: u32,
+    ) -> std::io::Result<()> {
         debug_assert!(iface < self.interfaces);
         let cap = frame.len().min(self.snaplen as usize);
         let data = &frame[..cap];
+        let orig_len = orig_len.max(cap as u32);
         match self.format {
             Format::Pcap => {
                 let mut hdr = [0u8; 16];
@@ -170,7 +183,7 @@ impl CaptureWriter {
                 hdr[..4].copy_from_slice(&((t_ns / 1_000_000_000) as u32).to_le_bytes());
                 hdr[4..8].copy_from_slice(&((t_ns % 1_000_000_000) as u32).to_le_bytes());
                 hdr[8..12].copy_from_slice(&(cap as u32).to_le_bytes());
-                hdr[12..16].copy_from_slice(&(frame.len() as u32).to_le_bytes());
+                hdr[12..16].copy_from_slice(&orig_len.to_le_bytes());
                 self.w.write_all(&hdr)?;
                 self.w.write_all(data)?;
             }
@@ -182,7 +195,7 @@ impl CaptureWriter {
                     ts_high: (t_ns >> 32) as u32,
                     ts_low: t_ns as u32,
                     caplen: cap as u32,
-                    origlen: frame.len() as u32,
+                    origlen: orig_len,
                     data,
                     options: Vec::new(),
                     block_len2: 0,

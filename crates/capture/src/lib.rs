@@ -3,6 +3,7 @@
 //! - [`sim`]: a [`railpath_sim::PacketTap`] that writes what crosses each end of every
 //!   simulated link as Ethernet/IPv4/TCP-or-UDP frames with the TCP and MPTCP options the
 //!   stack would put there (`railpath run --pcap DIR`), streamed to disk.
+//! - [`live`]: the same files from a live emulator's packets (`railpath testbed run --pcap`).
 //! - [`file`]: pcapng / pcap writing and streaming reading.
 //! - [`frame`], [`mptcp`]: headers and options (etherparse for Ethernet/IPv4/TCP/UDP, RFC 8684
 //!   options here).
@@ -17,6 +18,7 @@ pub mod addr;
 pub mod analyze;
 pub mod file;
 pub mod frame;
+pub mod live;
 pub mod mptcp;
 pub mod sim;
 

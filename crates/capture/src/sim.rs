@@ -57,6 +57,16 @@ impl CaptureOptions {
     /// Default snap length: every header (14 + 20 + 60) with room to spare, no payload.
     pub const DEFAULT_SNAPLEN: u32 = 128;
 
+    /// The scenario's `[capture]` as it stands (its `dir` relative to the working directory; a
+    /// caller that runs the scenario resolves it first, see [`CaptureOptions::for_run`]).
+    pub fn of_scenario(s: &Scenario) -> Option<Self> {
+        s.capture.as_ref().map(|c| CaptureOptions {
+            dir: PathBuf::from(c.dir()),
+            format: c.format().into(),
+            snaplen: c.snaplen_bytes(),
+        })
+    }
+
     /// The capture a run asks for: `dir` (a `--pcap DIR` argument) or the scenario's
     /// `[capture]` (its `dir` relative to the run's output directory `out`); `None` for neither.
     /// The format and snap length are the scenario's (or the defaults).

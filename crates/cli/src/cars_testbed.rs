@@ -509,6 +509,7 @@ pub fn run(s: &Scenario, work: &Path) -> Result<CarsRun, CliError> {
         emu: railpath_linkem::EmuOptions {
             seed: s.run.seed,
             bin: Time::from_ms_f64(s.run.bin_ms),
+            pcap: railpath_capture::CaptureOptions::of_scenario(s),
             ..railpath_linkem::EmuOptions::default()
         },
     };

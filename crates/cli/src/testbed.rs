@@ -45,6 +45,10 @@ pub struct RunArgs {
     /// Override a scenario key, e.g. --set link.a.rate_mbps=5.
     #[arg(long = "set", value_name = "KEY.PATH=VALUE")]
     pub set: Vec<String>,
+    /// Capture both ends of every emulated link into DIR, as `railpath run --pcap` does for
+    /// the simulator's (format and snap length from the scenario's [capture] table).
+    #[arg(long, value_name = "DIR")]
+    pub pcap: Option<PathBuf>,
 }
 
 pub fn main(args: Args) -> Result<(), CliError> {
@@ -155,11 +159,18 @@ fn run(args: RunArgs) -> Result<(), CliError> {
     if let Some(seed) = args.seed {
         overrides.push(format!("run.seed={seed}"));
     }
-    let scenario = railpath_scenario::load(&args.scenario, &overrides)?;
+    let mut scenario = railpath_scenario::load(&args.scenario, &overrides)?;
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| default_out(&args.scenario));
+    // Captures: `--pcap DIR` or `[capture]` (its dir under DIR), resolved here so that the
+    // emulator, which reads `[capture]`, writes where this run's outputs go.
+    if let Some(c) = railpath_capture::CaptureOptions::for_run(&scenario, &out, args.pcap.clone()) {
+        let mut cap = scenario.capture.clone().unwrap_or_default();
+        cap.dir = Some(c.dir.display().to_string());
+        scenario.capture = Some(cap);
+    }
     railpath_linkem::check_environment().map_err(cli_error)?;
     eprintln!(
         "testbed: running {} for {} s in network namespaces",
@@ -194,8 +205,22 @@ fn run(args: RunArgs) -> Result<(), CliError> {
     json.push('\n');
     let p = out.join("testbed.json");
     std::fs::write(&p, json).map_err(|e| io("write", &p, e))?;
+    let captured = match &report.capture {
+        Some(c) => {
+            if let Some(e) = &c.error {
+                return Err(CliError::Failed(format!("testbed capture: {e}")));
+            }
+            format!(
+                "; captures ({} packets, {} not captured) in {}",
+                c.files.files.iter().map(|f| f.1).sum::<u64>(),
+                c.dropped,
+                scenario.capture.as_ref().map_or("", |c| c.dir())
+            )
+        }
+        None => String::new(),
+    };
     print_stdout(&format!(
-        "{}{}{} packets through the emulator in {:.1} s wall; results in {}\n",
+        "{}{}{} packets through the emulator in {:.1} s wall; results in {}{captured}\n",
         flow_table(&results.summary),
         cars.as_ref()
             .map(|(_, n)| format!("cars: {n}\n"))
@@ -226,8 +251,18 @@ fn emulator_json(r: &railpath_linkem::EmuReport) -> serde_json::Value {
         })
     };
     let l = &r.lateness;
+    let capture = r.capture.as_ref().map(|c| {
+        json!({
+            "files": c.files.files.iter().map(|(p, n)| json!({
+                "file": p.display().to_string(), "packets": n,
+            })).collect::<Vec<_>>(),
+            "dropped_packets": c.dropped,
+            "error": c.error,
+        })
+    });
     json!({
         "ran_for_s": r.ran_for.secs_f64(),
+        "capture": capture,
         "realtime": r.realtime,
         "write_lateness_us": {
             "packets": l.packets, "mean": l.mean_us, "p50": l.p50_us, "p99": l.p99_us,
@@ -391,6 +426,7 @@ mod tests {
             ..Default::default()
         };
         let r = EmuReport {
+            capture: None,
             bin: Time::from_ms(100),
             ran_for: Time::from_secs(2),
             links: vec![LinkReport {
