@@ -213,6 +213,11 @@ pub fn series_stalls(values: &[f64], bin_s: f64, min_s: f64) -> Vec<Stall> {
 // ---------------------------------------------------------------------------------------------
 // State.
 
+/// Most unacknowledged segments kept per connection for RTT samples.
+const MAX_OUTSTANDING: usize = 1 << 17;
+/// Most bins of a series (115 days of 1 s bins, 11.5 days of 100 ms ones).
+const MAX_BINS: u64 = 10_000_000;
+
 fn grow<T: Default + Clone>(v: &mut Vec<T>, k: usize) -> &mut T {
     if v.len() <= k {
         v.resize(k + 1, T::default());
@@ -631,6 +636,10 @@ impl State {
         let new = e.hi.is_none_or(|h| stop > h);
         if new {
             e.hi = Some(stop);
+            if e.out.len() >= MAX_OUTSTANDING {
+                // A capture without the ACKs: forget the oldest rather than grow.
+                e.out.pop_front();
+            }
             e.out.push_back(Outstanding {
                 start,
                 end: stop,
@@ -711,8 +720,8 @@ impl State {
         fe.delivered += bytes;
         *grow(&mut fe.bins, k) += bytes as f64;
         if let Some(last) = fe.last {
-            if t - last >= stall {
-                fe.stalls.push((last, t - last));
+            if t.saturating_sub(last) >= stall {
+                fe.stalls.push((last, t.saturating_sub(last)));
             }
         }
         fe.first.get_or_insert(t);
@@ -830,10 +839,33 @@ pub fn analyze(paths: &[PathBuf], opts: &AnalyzeOptions) -> Result<Analysis, Cap
             message: "no capture given".into(),
         });
     }
-    let mut sources = Vec::new();
+    let mut readers = Vec::new();
     for f in &files {
-        let reader = CaptureReader::open(f)?;
-        let stem = Path::new(f)
+        readers.push(CaptureReader::open(f)?);
+    }
+    analyze_readers(readers, opts)
+}
+
+/// One capture held in memory (a fuzz target's input), named `name` (a point name as a pcap
+/// file's stem: `a.sender.pcap`).
+pub fn analyze_bytes(
+    name: &str,
+    data: &[u8],
+    opts: &AnalyzeOptions,
+) -> Result<Analysis, CaptureError> {
+    let r = CaptureReader::from_reader(name, std::io::Cursor::new(data.to_vec()))?;
+    analyze_readers(vec![r], opts)
+}
+
+/// [`analyze`] of open readers.
+pub fn analyze_readers(
+    readers: Vec<CaptureReader>,
+    opts: &AnalyzeOptions,
+) -> Result<Analysis, CaptureError> {
+    let files: Vec<PathBuf> = readers.iter().map(|r| PathBuf::from(r.file())).collect();
+    let mut sources = Vec::new();
+    for reader in readers {
+        let stem = Path::new(reader.file())
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
@@ -893,6 +925,17 @@ pub fn analyze(paths: &[PathBuf], opts: &AnalyzeOptions) -> Result<Analysis, Cap
             .interfaces()
             .get(rec.iface)
             .is_none_or(|x| x.ethernet);
+        if rec.t_ns.saturating_sub(origin) as f64 / st.bin_ns > MAX_BINS as f64 {
+            return Err(CaptureError {
+                file: s.reader.file().to_string(),
+                record: Some(rec.index),
+                message: format!(
+                    "timestamp {:.3} s after the first packet: more than {MAX_BINS} bins of {} s",
+                    rec.t_ns.saturating_sub(origin) as f64 / 1e9,
+                    opts.bin_s
+                ),
+            });
+        }
         let (link, end) = s.point(rec.iface);
         let pn = crate::point_name(&link, end);
         if !points.contains(&pn) {
@@ -926,7 +969,9 @@ impl State {
             .opts
             .duration_s
             .unwrap_or((self.last_t.saturating_sub(self.origin)) as f64 / 1e9);
-        let nbins = ((duration_s / bin_s) - 1e-9).ceil().max(0.0) as usize;
+        let nbins = ((duration_s / bin_s) - 1e-9)
+            .ceil()
+            .clamp(0.0, MAX_BINS as f64) as usize;
         let fit = |v: &[f64], scale: f64| -> Vec<f64> {
             (0..nbins)
                 .map(|k| v.get(k).copied().unwrap_or(0.0) * scale)

@@ -289,12 +289,25 @@ fn bad_linktype(l: Linktype) -> String {
 impl CaptureReader {
     pub fn open(path: &Path) -> Result<CaptureReader, CaptureError> {
         let file = path.display().to_string();
+        let f = File::open(path).map_err(|e| CaptureError {
+            file: file.clone(),
+            record: None,
+            message: format!("cannot open: {e}"),
+        })?;
+        CaptureReader::from_reader(&file, f)
+    }
+
+    /// Read a capture from any byte stream; `file` names it in errors.
+    pub fn from_reader(
+        file: &str,
+        f: impl std::io::Read + Send + 'static,
+    ) -> Result<CaptureReader, CaptureError> {
+        let file = file.to_string();
         let err = |m: String| CaptureError {
             file: file.clone(),
             record: None,
             message: m,
         };
-        let f = File::open(path).map_err(|e| err(format!("cannot open: {e}")))?;
         let capacity = 1 << 20;
         let inner = pcap_parser::create_reader(capacity, f).map_err(|e| {
             err(match e {
