@@ -215,8 +215,8 @@ pub fn series_stalls(values: &[f64], bin_s: f64, min_s: f64) -> Vec<Stall> {
 
 /// Most unacknowledged segments kept per connection for RTT samples.
 const MAX_OUTSTANDING: usize = 1 << 17;
-/// Most bins of a series (115 days of 1 s bins, 11.5 days of 100 ms ones).
-const MAX_BINS: u64 = 10_000_000;
+/// Most bins of a series (23 days of 1 s bins, 2.3 days of 100 ms ones).
+const MAX_BINS: u64 = 2_000_000;
 
 fn grow<T: Default + Clone>(v: &mut Vec<T>, k: usize) -> &mut T {
     if v.len() <= k {
@@ -601,7 +601,7 @@ impl State {
         let near = self.conns[c].near_s;
         let start = rel(seg.seq, base, near);
         let len = seg.payload_len as u64;
-        let stop = start + len;
+        let stop = start.saturating_add(len);
         self.conns[c].near_s = stop.max(near);
         let mp = self.conns[c].mp;
         // The DSS mapping this segment carries.
@@ -661,10 +661,10 @@ impl State {
             if let Some(m) = mp {
                 if let Some(dsn) = dsn_at(&e.maps, start) {
                     let me = &mut self.mps[m].ends[ei(end)];
-                    if me.sent.overlaps(dsn, dsn + len) {
+                    if me.sent.overlaps(dsn, dsn.saturating_add(len)) {
                         me.reinjected += 1;
                     }
-                    me.sent.insert(dsn, dsn + len);
+                    me.sent.insert(dsn, dsn.saturating_add(len));
                 }
             }
         }
@@ -672,7 +672,7 @@ impl State {
         let Some((a, b)) = e.reasm.add(start, stop) else {
             return;
         };
-        e.delivered += b - a;
+        e.delivered = e.delivered.saturating_add(b - a);
         *grow(&mut e.deliv_bins, k) += (b - a) as f64;
         match mp {
             None => self.deliver(t, k, f, end, b - a),
@@ -680,19 +680,19 @@ impl State {
                 let mut ranges: Vec<(u64, u64)> = Vec::new();
                 let e = &self.conns[c].ends[ei(end)];
                 for (&s, &(d, l)) in e.maps.range(..b).rev() {
-                    if s + l <= a {
+                    if s.saturating_add(l) <= a {
                         break;
                     }
                     let lo = s.max(a);
-                    let hi = (s + l).min(b);
+                    let hi = s.saturating_add(l).min(b);
                     if lo < hi {
-                        ranges.push((d + (lo - s), d + (hi - s)));
+                        ranges.push((d.saturating_add(lo - s), d.saturating_add(hi - s)));
                     }
                 }
-                let mut adv = 0;
+                let mut adv: u64 = 0;
                 for (ds, de) in ranges {
                     if let Some((x, y)) = self.mps[m].ends[ei(end)].reasm.add(ds, de) {
-                        adv += y - x;
+                        adv = adv.saturating_add(y - x);
                     }
                 }
                 if adv > 0 {
@@ -703,7 +703,7 @@ impl State {
                     e.maps_since_prune = 0;
                     let keep = e.reasm.nxt.min(e.hi.unwrap_or(0));
                     while let Some((&s, &(_, l))) = e.maps.first_key_value() {
-                        if s + l > keep {
+                        if s.saturating_add(l) > keep {
                             break;
                         }
                         e.maps.pop_first();
@@ -717,7 +717,7 @@ impl State {
     fn deliver(&mut self, t: u64, k: usize, f: usize, end: End, bytes: u64) {
         let stall = self.stall_ns;
         let fe = &mut self.flows[f].ends[ei(end)];
-        fe.delivered += bytes;
+        fe.delivered = fe.delivered.saturating_add(bytes);
         *grow(&mut fe.bins, k) += bytes as f64;
         if let Some(last) = fe.last {
             if t.saturating_sub(last) >= stall {
@@ -770,7 +770,7 @@ impl State {
 /// The relative DSN of subflow offset `off` through the mappings.
 fn dsn_at(maps: &BTreeMap<u64, (u64, u64)>, off: u64) -> Option<u64> {
     let (&s, &(d, l)) = maps.range(..=off).next_back()?;
-    (off < s + l || l == 0).then_some(d + (off - s))
+    (off < s.saturating_add(l) || l == 0).then_some(d.saturating_add(off - s))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -68,3 +68,15 @@ fn garbage_truncation_and_link_types_are_errors_not_panics() {
         }
     }
 }
+
+#[test]
+fn fuzz_findings_stay_fixed() {
+    // A data segment whose relative sequence number lies just below the stream's start, with a
+    // payload (found by `make fuzz`): an error or an analysis, not an overflow.
+    let data = include_bytes!("data/fuzz-seq-overflow.bin");
+    let _ = railpath_capture::analyze::analyze_bytes(
+        "a.receiver.pcap",
+        data,
+        &AnalyzeOptions::default(),
+    );
+}
