@@ -30,6 +30,7 @@ def test_analysis_of_a_runs_capture_gives_its_counts_and_stream(root, tmp_path):
     assert subs["rtt_min_ms"].min() >= 50.0
     assert not a.stalls.empty and set(a.stalls.columns) == {"flow", "start_s", "duration_s"}
     assert list(a.mp_prio["backup"]) == [False, True]
+
     # The in-order stream, bin by bin, is the run's goodput series.
     def goodput(ts):
         sel = ts[(ts.metric == "goodput_bps") & (ts.flow == "m") & (ts.subflow == "")]
@@ -46,7 +47,15 @@ def test_python_and_cli_analysis_are_one(root, cli, tmp_path):
         capture_output=True,
     )
     subprocess.run(
-        [str(cli), "analyze", str(tmp_path / "p"), "--scenario", str(scen), "--out", str(tmp_path / "an")],
+        [
+            str(cli),
+            "analyze",
+            str(tmp_path / "p"),
+            "--scenario",
+            str(scen),
+            "--out",
+            str(tmp_path / "an"),
+        ],
         check=True,
         capture_output=True,
     )
