@@ -229,3 +229,52 @@ fn tshark_reads_the_run_as_mptcp_with_the_runs_counts() {
     );
     assert_eq!(prio.len(), s.flows[0].prio_changes.len());
 }
+
+#[test]
+fn a_bonds_members_are_captured_as_the_bond_gave_them_packets() {
+    // The BOND paper's setting (TCP over two bonded 802.11 links, the AP's duplicate-ACK
+    // filter), 10 s: every packet the bond gave a member in either direction entered that
+    // member's link, and the connection, one address over both members, is one flow.
+    let s = load("scenarios/bond/paper.toml", &["run.duration_s=10"]);
+    let dir = common::scratch("sim-bond");
+    let r = capture(&s, &dir, Format::Pcap);
+    let a = railpath_capture::analyze(std::slice::from_ref(&dir), &names(&s)).unwrap();
+    let from_server = |f: &[u8]| f[26..30] == [10, 201, 0, 1];
+    let syn = |f: &[u8]| f[14 + 20 + 13] & 0x02 != 0;
+    for m in &r.summary.bonds[0].members {
+        // Data enter a member at its sender end (from the server), ACKs at its receiver end
+        // (from the train); the capture's handshake (SYN, SYN/ACK and the ACK after them) is
+        // not the bond's.
+        let mut entered = [0u64; 2];
+        for (k, end) in ["sender", "receiver"].into_iter().enumerate() {
+            let p = dir.join(format!("{}.{end}.pcap", m.link));
+            let mut rd = railpath_capture::CaptureReader::open(&p).unwrap();
+            let mut buf = Vec::new();
+            let mut after_synack = false;
+            while rd.next(&mut buf).unwrap().is_some() {
+                if syn(&buf) {
+                    after_synack = from_server(&buf);
+                    continue;
+                }
+                if after_synack && !from_server(&buf) {
+                    after_synack = false;
+                    continue;
+                }
+                if from_server(&buf) == (k == 0) {
+                    entered[k] += 1;
+                }
+            }
+        }
+        assert_eq!(
+            (entered[0], entered[1]),
+            (m.data_packets, m.reverse_packets),
+            "{}",
+            m.link
+        );
+    }
+    assert_eq!(a.summary.flows.len(), 1);
+    assert_eq!(
+        a.summary.flows[0].sent_packets,
+        r.summary.flows[0].sent_packets
+    );
+}

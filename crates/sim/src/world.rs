@@ -47,9 +47,7 @@ pub fn run_with_progress(
     s: &Scenario,
     progress: &mut dyn FnMut(f64),
 ) -> Result<RunResults, SimError> {
-    let mut w = World::build(s)?;
-    w.run(progress);
-    Ok(w.finish(s))
+    run_tapped(s, progress, None)
 }
 
 /// [`run_with_progress`] with a packet capture at both ends of every link direction (see
@@ -60,8 +58,20 @@ pub fn run_with_tap(
     progress: &mut dyn FnMut(f64),
     tap: Box<dyn crate::net::PacketTap>,
 ) -> Result<RunResults, SimError> {
+    run_tapped(s, progress, Some(tap))
+}
+
+/// The one body of both (so that the event loop has one caller and is inlined there, as it was
+/// before taps).
+fn run_tapped(
+    s: &Scenario,
+    progress: &mut dyn FnMut(f64),
+    tap: Option<Box<dyn crate::net::PacketTap>>,
+) -> Result<RunResults, SimError> {
     let mut w = World::build(s)?;
-    w.net.tap = Some(tap);
+    if let Some(t) = tap {
+        w.net.set_tap(t);
+    }
     w.run(progress);
     if let Some(mut t) = w.net.tap.take() {
         t.end(w.end);

@@ -36,14 +36,17 @@ pub enum Hop {
     Bond(u32),
     /// The endpoint the route ends at.
     Sink(Endpoint),
+    /// A link direction with a capture at both ends: [`Net::set_tap`] puts these in place of
+    /// every `Dir`, so that packets on plain `Dir` hops pay nothing for taps.
+    TapDir(u32),
 }
 
 /// A capture point at both ends of every link direction (a packet capture, `railpath run
 /// --pcap`): told of each packet offered to a direction's queue and of each packet leaving its
 /// far end, in simulated-time order. Link `i`'s data direction is `dir` `2 i`, its reverse
 /// `2 i + 1` (the order `World::build` makes them in); `to` is the endpoint the packet's route
-/// ends at. The network holds at most one; with none, the hot path pays one untaken branch per
-/// hop (docs/performance.md).
+/// ends at. The network holds at most one ([`Net::set_tap`]); without one the hot path is the
+/// same code it was before taps existed (docs/performance.md).
 pub trait PacketTap {
     /// `p` is offered to `dir`'s queue at `now`: the host (or hop) at the near end sent it onto
     /// the link, whether the queue then keeps or drops it.
@@ -93,9 +96,20 @@ impl Net {
     }
 
     /// Add a route; returns its index.
-    pub fn add_route(&mut self, hops: Vec<Hop>) -> u32 {
+    pub fn add_route(&mut self, mut hops: Vec<Hop>) -> u32 {
+        if self.tap.is_some() {
+            tap_hops(&mut hops);
+        }
         self.routes.push(hops);
         (self.routes.len() - 1) as u32
+    }
+
+    /// Give the network a tap (before the run; routes added later are tapped as they come).
+    pub fn set_tap(&mut self, tap: Box<dyn PacketTap>) {
+        self.tap = Some(tap);
+        for r in &mut self.routes {
+            tap_hops(r);
+        }
     }
 
     /// Send a packet from its route's start. (Every route starts at a link; a route that started
@@ -107,6 +121,7 @@ impl Net {
             Hop::Dir(d) => self.enqueue(d, p),
             Hop::Bond(b) => self.bond_enter(b, p),
             Hop::Sink(_) => {}
+            Hop::TapDir(d) => self.enqueue_tapped(d, p),
         }
     }
 
@@ -136,7 +151,11 @@ impl Net {
         } else {
             None
         };
-        self.enqueue(dir, p);
+        if self.tap.is_some() {
+            self.enqueue_tapped(dir, p);
+        } else {
+            self.enqueue(dir, p);
+        }
         self.bonds[b].stats.sent[d][k] += 1;
         if let Some(key) = key {
             if refused(&self.dirs[dir as usize]) == before {
@@ -172,13 +191,20 @@ impl Net {
     /// Offer a packet to link direction `d`, starting its server if idle.
     #[inline]
     fn enqueue(&mut self, d: u32, p: Packet) {
-        if self.tap.is_some() {
-            self.tap_enter(d, &p);
-        }
         let now = self.sched.now();
         if let Wake::Service(t) = self.dirs[d as usize].enqueue(p, now) {
             self.sched.at(t, Event::LinkService { dir: d });
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn enqueue_tapped(&mut self, d: u32, p: Packet) {
+        let (now, to) = (self.sched.now(), self.sink_of(&p));
+        if let Some(t) = self.tap.as_deref_mut() {
+            t.enter(now, d, to, &p);
+        }
+        self.enqueue(d, p);
     }
 
     /// The endpoint `p`'s route ends at.
@@ -191,15 +217,6 @@ impl Net {
                 sub: 0,
                 side: Side::Receiver,
             },
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn tap_enter(&mut self, d: u32, p: &Packet) {
-        let (now, to) = (self.sched.now(), self.sink_of(p));
-        if let Some(t) = self.tap.as_deref_mut() {
-            t.enter(now, d, to, p);
         }
     }
 
@@ -249,20 +266,32 @@ impl Net {
             let Some(mut p) = self.dirs[d as usize].take_arrival() else {
                 return;
             };
-            if self.tap.is_some() {
-                self.tap_leave(d, &p);
-            }
-            if let Hop::Bond(bd) = self.hop_of(&p) {
-                if !self.bond_exit(bd, &p) {
-                    continue;
-                }
+            // The hop it leaves: a plain link direction in all but bonds and tapped runs.
+            let here = self.hop_of(&p);
+            if !matches!(here, Hop::Dir(_)) && !self.leave_hop(here, d, p) {
+                continue;
             }
             p.hop += 1;
             match self.hop_of(&p) {
                 Hop::Dir(next) => self.enqueue(next, p),
                 Hop::Bond(bd) => self.bond_enter(bd, p),
                 Hop::Sink(e) => sink(self, e, &p),
+                Hop::TapDir(next) => self.enqueue_tapped(next, p),
             }
+        }
+    }
+
+    /// A packet leaves hop `h` (link direction `d`), not a plain `Dir`: the tap is told; a
+    /// bond's filter may drop it (false).
+    #[cold]
+    #[inline(never)]
+    fn leave_hop(&mut self, h: Hop, d: u32, p: Packet) -> bool {
+        if self.tap.is_some() {
+            self.tap_leave(d, &p);
+        }
+        match h {
+            Hop::Bond(bd) => self.bond_exit(bd, &p),
+            _ => true,
         }
     }
 
@@ -279,6 +308,15 @@ impl Net {
         }
         if let Some(t) = arm {
             self.sched.at(t, Event::LinkArrival { dir: d });
+        }
+    }
+}
+
+/// A tapped route: every `Dir` becomes `TapDir`.
+fn tap_hops(hops: &mut [Hop]) {
+    for h in hops {
+        if let Hop::Dir(d) = *h {
+            *h = Hop::TapDir(d);
         }
     }
 }
