@@ -220,12 +220,40 @@ struct Conn {
     opened: [bool; 2],
 }
 
+/// The connections, found by (flow, endpoint number): one hash per packet at most, none for a
+/// packet of the connection the last one belonged to.
+#[derive(Default)]
+struct Conns {
+    list: Vec<Conn>,
+    index: HashMap<(u32, u16), usize>,
+    last: Option<((u32, u16), usize)>,
+}
+
+impl Conns {
+    fn find(&mut self, key: (u32, u16)) -> Option<usize> {
+        if let Some((k, i)) = self.last {
+            if k == key {
+                return Some(i);
+            }
+        }
+        let i = *self.index.get(&key)?;
+        self.last = Some((key, i));
+        Some(i)
+    }
+    fn insert(&mut self, key: (u32, u16), c: Conn) -> usize {
+        self.list.push(c);
+        let i = self.list.len() - 1;
+        self.index.insert(key, i);
+        i
+    }
+}
+
 struct SimCapture {
     writers: Vec<CaptureWriter>,
     format: Format,
     flows: Vec<FlowInfo>,
     mp: Vec<Option<Mp>>,
-    conns: HashMap<(u32, u16), Conn>,
+    conns: Conns,
     seed: u64,
     fb: FrameBuilder,
     opts: Options,
@@ -374,7 +402,7 @@ impl SimCapture {
 
             flows,
             mp,
-            conns: HashMap::new(),
+            conns: Conns::default(),
             seed: s.run.seed,
             fb: FrameBuilder::default(),
             opts: Options::default(),
@@ -436,13 +464,15 @@ impl SimCapture {
             return;
         }
         let view = self.flows[fi].access.is_some_and(|(a, _)| a == link) as usize;
-        if !self.conns.contains_key(&(to.flow, to.sub)) {
-            self.open(fi, to.sub, link);
+        let key = (to.flow, to.sub);
+        let ci = match self.conns.find(key) {
+            Some(i) => i,
+            None => self.open(fi, to.sub, link),
+        };
+        if !self.conns.list[ci].opened[view] {
+            self.handshake(now, key, link, view);
         }
-        if !self.conns[&(to.flow, to.sub)].opened[view] {
-            self.handshake(now, (to.flow, to.sub), link, view);
-        }
-        let r = self.segment(fi, (to.flow, to.sub), to.side, link, view, now, p);
+        let r = self.segment(fi, ci, to.side, link, view, now, p);
         self.emit(link, end, now, r);
     }
 
@@ -466,8 +496,8 @@ impl SimCapture {
         self.emit(link, end, now, r);
     }
 
-    /// Connection `(flow, sub)` is first seen, on `link`.
-    fn open(&mut self, fi: usize, sub: u16, link: usize) {
+    /// Connection `(flow, sub)` is first seen, on `link`; its index.
+    fn open(&mut self, fi: usize, sub: u16, link: usize) -> usize {
         let f = &self.flows[fi];
         let mp_sub = (f.mptcp && sub != ACCESS_SUB && (sub as usize) < f.paths.len())
             .then_some(sub as usize);
@@ -494,7 +524,7 @@ impl SimCapture {
             segs: SegMap::new(f.mss),
             opened: [false; 2],
         };
-        self.conns.insert((fi as u32, sub), conn);
+        self.conns.insert((fi as u32, sub), conn)
     }
 
     /// The two hosts of a connection as seen on `link` in `view` (1: the in-car link).
@@ -523,7 +553,10 @@ impl SimCapture {
     /// connection seen for the first time every other subflow's too (MP_CAPABLE first).
     fn handshake(&mut self, now: Time, key: (u32, u16), link: usize, view: usize) {
         let fi = key.0 as usize;
-        let mp_sub = self.conns[&key].mp_sub;
+        let Some(ci) = self.conns.find(key) else {
+            return;
+        };
+        let mp_sub = self.conns.list[ci].mp_sub;
         if mp_sub.is_some() && view == 0 {
             if let Some(m) = self.mp[fi].as_mut().filter(|m| !m.opened) {
                 m.opened = true;
@@ -534,25 +567,23 @@ impl SimCapture {
                     } else {
                         self.flows[fi].paths[j].0
                     };
-                    if !self.conns.contains_key(&k) {
-                        self.open(fi, j as u16, l);
-                    }
-                    if !self.conns[&k].opened[0] {
-                        self.write_handshake(now, k, l, 0);
+                    let cj = match self.conns.find(k) {
+                        Some(i) => i,
+                        None => self.open(fi, j as u16, l),
+                    };
+                    if !self.conns.list[cj].opened[0] {
+                        self.write_handshake(now, cj, l, 0);
                     }
                 }
                 return;
             }
         }
-        self.write_handshake(now, key, link, view);
+        self.write_handshake(now, ci, link, view);
     }
 
-    fn write_handshake(&mut self, now: Time, key: (u32, u16), link: usize, view: usize) {
-        let Some(c) = self.conns.get_mut(&key) else {
-            return;
-        };
-        c.opened[view] = true;
-        let c = &self.conns[&key];
+    fn write_handshake(&mut self, now: Time, ci: usize, link: usize, view: usize) {
+        self.conns.list[ci].opened[view] = true;
+        let c = &self.conns.list[ci];
         let (server, train) = self.hosts(c, link, view);
         let f = &self.flows[c.flow];
         let (isn_s, isn_t) = (c.isn_s, c.isn_t);
@@ -673,25 +704,25 @@ impl SimCapture {
     fn segment(
         &mut self,
         fi: usize,
-        key: (u32, u16),
+        ci: usize,
         side: Side,
         link: usize,
         view: usize,
         now: Time,
         p: &Packet,
     ) -> Result<(), String> {
-        let c = self.conns.get_mut(&key).expect("opened");
+        let c = &mut self.conns.list[ci];
         let data = side == Side::Receiver && p.kind == Kind::Data;
         if data && p.len > 0 {
             c.segs.note(p.seq as u64, p.len as u32);
         }
-        let c = &self.conns[&key];
+        let c = &self.conns.list[ci];
         if data && p.len > 0 && c.mp_sub.is_some() {
             if let Some(m) = &mut self.mp[fi] {
                 m.dsn.note(p.dsn, p.len as u32);
             }
         }
-        let c = &self.conns[&key];
+        let c = &self.conns.list[ci];
         let f = &self.flows[fi];
         let (server, train) = self.hosts(c, link, view);
         let mp = c.mp_sub.and(self.mp[fi].as_ref());
