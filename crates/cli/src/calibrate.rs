@@ -21,6 +21,11 @@
 //! backup flip 1 s ahead over no flip, on the window, within 0.5-2x of the kernel's; and the
 //! retry schedule: each of the first retries within 25% (at least 60 ms) of the kernel's.
 //!
+//! With `--pcap` both sides' runs are captured (crates/capture, docs/models/capture.md) and the
+//! table adds the stalls of the in-order data stream the captures show: the time within 4 s of
+//! each onset covered by gaps of at least 200 ms between in-order advances, from each stack's
+//! own packets.
+//!
 //! Without the testbed the kernel side comes from a fixture: by default the one measured on the
 //! project's CI machine and committed as `testbed/calibrate-kernel.json` (kernel release and date
 //! inside); `--write-fixture` makes a new one from a testbed run on your own kernel.
@@ -60,6 +65,10 @@ pub struct Args {
     /// Exit with status 1 if a target is missed.
     #[arg(long)]
     pub check: bool,
+    /// Capture every run (DIR/<case>/sim/pcap, DIR/<case>/kernel/pcap) and show the stalls of
+    /// the in-order data stream the captures of both stacks show.
+    #[arg(long)]
+    pub pcap: bool,
     /// Testbed cases run this many at a time, each on namespaces of its own (the cases' links
     /// are 10 Mbit/s, far below what the emulator carries; 1 runs them one after another).
     #[arg(long, default_value_t = 2, value_name = "N")]
@@ -570,6 +579,51 @@ struct CaseOut {
     flip_gain_sim: Option<f64>,
     flip_gain_kernel: Option<f64>,
     checks: Vec<Check>,
+    /// With `--pcap`: mean stall per outage from each side's captures, s.
+    capture_stall_sim_s: Option<f64>,
+    capture_stall_kernel_s: Option<f64>,
+}
+
+/// Gaps of the in-order stream shorter than this are not stalls (the analysis's default).
+const CAPTURE_STALL_MS: f64 = 200.0;
+
+/// The mean over `r`'s outages (as `measure` picks them) of the time within 4 s of the onset
+/// that the in-order stream of its MPTCP flow stalled, from the captures in `dir`.
+fn capture_stall(dir: &std::path::Path, r: &RunResults) -> Result<f64, String> {
+    let opts = railpath_capture::AnalyzeOptions {
+        duration_s: Some(r.summary.sim_duration_s),
+        stall_s: CAPTURE_STALL_MS / 1000.0,
+        ..Default::default()
+    };
+    let a = railpath_capture::analyze(&[dir.to_path_buf()], &opts).map_err(|e| e.to_string())?;
+    let f = a
+        .summary
+        .flows
+        .iter()
+        .find(|f| f.kind == "mptcp")
+        .ok_or("no mptcp connection in the captures")?;
+    let end = r.summary.sim_duration_s;
+    let (mut sum, mut n) = (0.0, 0usize);
+    for l in &r.summary.links {
+        for o in &l.outages {
+            let (t0, t1) = (o.start_s, o.start_s + o.duration_ms / 1e3);
+            if t0 < 2.0 || t1 > end {
+                continue;
+            }
+            n += 1;
+            for st in &f.stalls {
+                let (a, b) = (
+                    st.start_s.max(t0),
+                    (st.start_s + st.duration_s).min(t0 + 4.0),
+                );
+                sum += (b - a).max(0.0);
+            }
+        }
+    }
+    if n == 0 {
+        return Err("no outage to measure".into());
+    }
+    Ok(sum / n as f64)
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -591,14 +645,22 @@ fn kernel_side(
     cases: &[&Case],
     out: &std::path::Path,
     jobs: usize,
-) -> Result<BTreeMap<String, Metrics>, CliError> {
+    pcap: bool,
+) -> Result<BTreeMap<String, (Metrics, Option<f64>)>, CliError> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     let next = AtomicUsize::new(0);
-    let results: Mutex<BTreeMap<String, Metrics>> = Mutex::new(BTreeMap::new());
+    let results: Mutex<BTreeMap<String, (Metrics, Option<f64>)>> = Mutex::new(BTreeMap::new());
     let failure: Mutex<Option<CliError>> = Mutex::new(None);
-    let one = |c: &Case| -> Result<Metrics, CliError> {
-        let s = load_case(c)?;
+    let one = |c: &Case| -> Result<(Metrics, Option<f64>), CliError> {
+        let mut s = load_case(c)?;
+        let pdir = out.join(&c.name).join("kernel").join("pcap");
+        if pcap {
+            s.capture = Some(railpath_scenario::Capture {
+                dir: Some(pdir.display().to_string()),
+                ..Default::default()
+            });
+        }
         eprintln!(
             "calibrate: {} on the testbed ({} s)",
             c.name, s.run.duration_s
@@ -607,7 +669,17 @@ fn kernel_side(
             .map_err(|e| CliError::Failed(format!("case {}: testbed: {e}", c.name)))?;
         r.summary.scenario = c.name.clone();
         crate::run::write_outputs(&out.join(&c.name).join("kernel"), &r)?;
-        measure(&r).map_err(|e| CliError::Failed(format!("case {} (kernel): {e}", c.name)))
+        let m =
+            measure(&r).map_err(|e| CliError::Failed(format!("case {} (kernel): {e}", c.name)))?;
+        let stall =
+            if pcap {
+                Some(capture_stall(&pdir, &r).map_err(|e| {
+                    CliError::Failed(format!("case {} (kernel captures): {e}", c.name))
+                })?)
+            } else {
+                None
+            };
+        Ok((m, stall))
     };
     std::thread::scope(|scope| {
         for _ in 0..jobs.min(cases.len()) {
@@ -698,12 +770,30 @@ pub fn main(args: Args) -> Result<(), CliError> {
     }
     let mut sims: BTreeMap<String, Metrics> = BTreeMap::new();
     let mut kernels: BTreeMap<String, Metrics> = BTreeMap::new();
+    let mut cap_stalls: BTreeMap<String, (f64, Option<f64>)> = BTreeMap::new();
     for c in &wanted {
         let s = load_case(c)?;
-        let mut r = railpath_sim::run(&s)?;
-        r.summary.scenario = c.name.clone();
         let dir = args.out.join(&c.name);
+        let pdir = dir.join("sim").join("pcap");
+        let mut r = if args.pcap {
+            let o = railpath_capture::CaptureOptions {
+                dir: pdir.clone(),
+                format: railpath_capture::Format::Pcapng,
+                snaplen: railpath_capture::CaptureOptions::DEFAULT_SNAPLEN,
+            };
+            railpath_capture::run_with_capture(&s, &mut |_| {}, &o)
+                .map_err(|e| CliError::Failed(format!("case {}: {e}", c.name)))?
+                .0
+        } else {
+            railpath_sim::run(&s)?
+        };
+        r.summary.scenario = c.name.clone();
         crate::run::write_outputs(&dir.join("sim"), &r)?;
+        if args.pcap {
+            let st = capture_stall(&pdir, &r)
+                .map_err(|e| CliError::Failed(format!("case {} (captures): {e}", c.name)))?;
+            cap_stalls.insert(c.name.clone(), (st, None));
+        }
         std::fs::write(dir.join("scenario.toml"), &c.toml)?;
         let m = measure(&r).map_err(|e| CliError::Failed(format!("case {}: {e}", c.name)))?;
         sims.insert(c.name.clone(), m);
@@ -714,7 +804,12 @@ pub fn main(args: Args) -> Result<(), CliError> {
         }
     }
     if testbed.is_some() {
-        kernels = kernel_side(&wanted, &args.out, args.jobs)?;
+        for (name, (m, st)) in kernel_side(&wanted, &args.out, args.jobs, args.pcap)? {
+            if let (Some(st), Some(x)) = (st, cap_stalls.get_mut(&name)) {
+                x.1 = Some(st);
+            }
+            kernels.insert(name, m);
+        }
     }
     let gain = |m: &BTreeMap<String, Metrics>, c: &Case| -> Option<f64> {
         let twin = c.flip_of.as_ref()?;
@@ -738,6 +833,8 @@ pub fn main(args: Args) -> Result<(), CliError> {
             flip_gain_sim: gs,
             flip_gain_kernel: gk,
             checks,
+            capture_stall_sim_s: cap_stalls.get(&c.name).map(|x| x.0),
+            capture_stall_kernel_s: cap_stalls.get(&c.name).and_then(|x| x.1),
         });
     }
     let met = rows
@@ -784,6 +881,19 @@ pub fn main(args: Args) -> Result<(), CliError> {
                 r.name,
                 gs * 100.0,
                 gk * 100.0
+            ));
+        }
+    }
+    if args.pcap {
+        text.push_str(&format!(
+            "stalls of the in-order stream in the captures (gaps >= {CAPTURE_STALL_MS} ms within 4 s of each onset), s:\n"
+        ));
+        for r in &rows {
+            text.push_str(&format!(
+                "  {:<20} sim {:>6}  kernel {:>6}\n",
+                r.name,
+                fmt_opt(r.capture_stall_sim_s, 2),
+                fmt_opt(r.capture_stall_kernel_s, 2)
             ));
         }
     }
