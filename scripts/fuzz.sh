@@ -12,7 +12,7 @@ root=$PWD
 seconds=${FUZZ_SECONDS:-30}
 jobs=${FUZZ_JOBS:-2}
 CARGO=${CARGO:-cargo}
-targets=(scenario overrides mahimahi carrier_csv handover_table run_summary gateway_config nmea gpsd replay track)
+targets=(scenario overrides mahimahi carrier_csv handover_table run_summary gateway_config nmea gpsd replay track capture)
 
 if ! "$CARGO" fuzz --version >/dev/null 2>&1; then
   echo "installing cargo-fuzz (crates.io) ..."
@@ -43,6 +43,7 @@ seed nmea
 seed gpsd
 seed replay
 seed track
+seed capture
 
 run_one() {
   local t=$1

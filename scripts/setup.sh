@@ -8,8 +8,9 @@ SUDO=""
 
 # Debian packages: build tools; for the namespace testbed and gateway: iproute2, nftables,
 # iperf3 and mptcpd (mptcpize); python3-venv for the Python package's tests; chromium to render
-# the reproduction reports in the screenshot test.
-DEB_PACKAGES=(build-essential pkg-config iproute2 nftables iperf3 mptcpd ethtool procps python3 python3-venv chromium)
+# the reproduction reports in the screenshot test; tshark to check that Wireshark dissects the
+# packet captures (`railpath run --pcap`) as MPTCP.
+DEB_PACKAGES=(build-essential pkg-config iproute2 nftables iperf3 mptcpd ethtool procps python3 python3-venv chromium tshark)
 
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do
@@ -17,6 +18,8 @@ for p in "${DEB_PACKAGES[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${missing[*]}"
+  # wireshark-common asks whether non-root users may capture; answer no, without a prompt.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi

@@ -5,6 +5,9 @@
     r = railpath.run(sc, seed=2, **{"link.b.delay_ms": 50})
     r.flows                      # one row per flow
     df = railpath.sweep(sc, grid={"link.a.buffer_packets": [50, 100]}, seeds=range(3))
+    r = railpath.run(sc, pcap="out/caps")   # with packet captures of every link
+    a = railpath.analyze("out/caps", scenario=sc)
+    a.subflows, a.stalls         # the analysis of captures of either stack as DataFrames
 
 Everything runs in the Rust crates (scenario validation, simulation): this package only moves
 values across and shapes them into tables. See docs/tutorial.md.
@@ -30,8 +33,10 @@ __all__ = [
     "ScenarioError",
     "Scenario",
     "Result",
+    "Analysis",
     "load",
     "run",
+    "analyze",
     "sweep",
     "repro",
     "__version__",
@@ -188,23 +193,7 @@ class Result:
 
     @property
     def timeseries(self) -> pd.DataFrame:
-        frames = []
-        for flow, subflow, metric, values in self._series:
-            n = len(values)
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "t_s": [round((k + 1) * self.bin_s, 9) for k in range(n)],
-                        "flow": flow,
-                        "subflow": subflow,
-                        "metric": metric,
-                        "value": values,
-                    }
-                )
-            )
-        if not frames:
-            return pd.DataFrame(columns=["t_s", "flow", "subflow", "metric", "value"])
-        return pd.concat(frames, ignore_index=True)
+        return _long_series(self._series, self.bin_s)
 
     def __repr__(self) -> str:
         g = ", ".join(
@@ -216,16 +205,153 @@ class Result:
 def run(
     scenario: Scenario | PathLike | str | Mapping[str, Any],
     seed: int | None = None,
+    pcap: PathLike | None = None,
     **overrides: Any,
 ) -> Result:
     """Run a scenario in-process (the GIL is released while it runs). `seed` is `run.seed`;
-    keyword overrides use the CLI's `--set` paths: `run(sc, seed=7, **{"link.a.loss": 0.01})`."""
+    keyword overrides use the CLI's `--set` paths: `run(sc, seed=7, **{"link.a.loss": 0.01})`.
+    `pcap`: write packet captures of both ends of every link into that directory, as
+    `railpath run --pcap` (read them back with `analyze`)."""
     sc = _as_scenario(scenario)
     specs = sc.overrides + _override_specs(overrides)
     if seed is not None:
         specs.append(f"run.seed={int(seed)}")
-    summary, bin_s, series = _core.run(sc.text, sc.source, sc.base_dir, specs)
+    summary, bin_s, series = _core.run(
+        sc.text, sc.source, sc.base_dir, specs, None if pcap is None else os.fspath(pcap)
+    )
     return Result(json.loads(summary), bin_s, series)
+
+
+def _long_series(series: list[tuple], bin_s: float) -> pd.DataFrame:
+    """(flow, subflow, metric, values) series as one long table, `t_s` the bins' ends."""
+    frames = []
+    for flow, subflow, metric, values in series:
+        n = len(values)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "t_s": [round((k + 1) * bin_s, 9) for k in range(n)],
+                    "flow": flow,
+                    "subflow": subflow,
+                    "metric": metric,
+                    "value": values,
+                }
+            )
+        )
+    if not frames:
+        return pd.DataFrame(columns=["t_s", "flow", "subflow", "metric", "value"])
+    return pd.concat(frames, ignore_index=True)
+
+
+class Analysis:
+    """The analysis of packet captures (`railpath analyze`): `summary` (analysis.json as a
+    dict) and DataFrames: `flows`, `subflows` (one row each), `stalls` and `mp_prio` (one row
+    per stall of a flow's in-order data stream and per MP_PRIO option), `timeseries` (as a
+    run's: t_s, flow, subflow, metric, value; metrics goodput_bps, rtt_ms, sent_packets,
+    retransmitted_packets)."""
+
+    def __init__(self, summary: dict[str, Any], bin_s: float, series: list[tuple]) -> None:
+        self.summary = summary
+        self.bin_s = bin_s
+        self._series = series
+
+    @property
+    def flows(self) -> pd.DataFrame:
+        skip = {"subflows", "stalls", "mp_prio"}
+        rows = []
+        for f in self.summary["flows"]:
+            row = {("flow" if k == "id" else k): v for k, v in f.items() if k not in skip}
+            row["stalls"] = len(f["stalls"])
+            row["stalled_s"] = sum(s["duration_s"] for s in f["stalls"])
+            row["mp_prio"] = len(f["mp_prio"])
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    @property
+    def subflows(self) -> pd.DataFrame:
+        cols = [
+            "flow",
+            "subflow",
+            "links",
+            "client",
+            "sent_packets",
+            "retransmitted_packets",
+            "delivered_bytes",
+            "rtt_samples",
+            "rtt_min_ms",
+            "rtt_mean_ms",
+            "rtt_max_ms",
+            "backup_at_join",
+        ]
+        rows = []
+        for f in self.summary["flows"]:
+            for s in f["subflows"]:
+                rtt = s.get("rtt") or {}
+                rows.append(
+                    {
+                        "flow": f["id"],
+                        "subflow": s["id"],
+                        "links": ",".join(s["links"]),
+                        "client": s["client"],
+                        "sent_packets": s["sent_packets"],
+                        "retransmitted_packets": s["retransmitted_packets"],
+                        "delivered_bytes": s["delivered_bytes"],
+                        "rtt_samples": rtt.get("samples", 0),
+                        "rtt_min_ms": rtt.get("min_ms"),
+                        "rtt_mean_ms": rtt.get("mean_ms"),
+                        "rtt_max_ms": rtt.get("max_ms"),
+                        "backup_at_join": s["backup_at_join"],
+                    }
+                )
+        return pd.DataFrame(rows, columns=cols)
+
+    @property
+    def stalls(self) -> pd.DataFrame:
+        rows = [{"flow": f["id"], **s} for f in self.summary["flows"] for s in f["stalls"]]
+        return pd.DataFrame(rows, columns=["flow", "start_s", "duration_s"])
+
+    @property
+    def mp_prio(self) -> pd.DataFrame:
+        rows = [{"flow": f["id"], **p} for f in self.summary["flows"] for p in f["mp_prio"]]
+        return pd.DataFrame(rows, columns=["flow", "t_s", "subflow", "backup", "from"])
+
+    @property
+    def timeseries(self) -> pd.DataFrame:
+        return _long_series(self._series, self.bin_s)
+
+    def __repr__(self) -> str:
+        g = ", ".join(
+            f"{f['id']}: {f['goodput_bps'] / 1e6:.3f} Mbit/s" for f in self.summary["flows"]
+        )
+        return f"<railpath.Analysis {len(self.summary['files'])} files {g}>"
+
+
+def analyze(
+    captures: PathLike | Sequence[PathLike],
+    scenario: Scenario | PathLike | str | Mapping[str, Any] | None = None,
+    bin_ms: float | None = None,
+    stall_ms: float = 200.0,
+) -> Analysis:
+    """Analyse packet captures of either stack (files or directories of .pcap/.pcapng), as
+    `railpath analyze`: the scenario they are of names the flows and sets the bins (else 100
+    ms bins up to the last packet). A bad capture raises ValueError naming the file and the
+    record."""
+    paths = [captures] if isinstance(captures, (str, os.PathLike)) else list(captures)
+    specs = [os.fspath(p) for p in paths]
+    if scenario is None:
+        summary, bin_s, series = _core.analyze(specs, bin_ms=bin_ms, stall_ms=stall_ms)
+    else:
+        sc = _as_scenario(scenario)
+        summary, bin_s, series = _core.analyze(
+            specs,
+            sc.text,
+            sc.source,
+            sc.base_dir,
+            sc.overrides,
+            bin_ms=bin_ms,
+            stall_ms=stall_ms,
+        )
+    return Analysis(json.loads(summary), bin_s, series)
 
 
 # ---- sweeps ----

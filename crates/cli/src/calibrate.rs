@@ -6,7 +6,7 @@
 use crate::{print_stdout, CliError};
 use railpath_testbed::calibrate::{
     cases, kernel_release, kernel_side, machine, parse_fixture, rows, sim_side, table, today, Case,
-    Fixture, Metrics, Output, EMBEDDED_FIXTURE, FIXTURE_FORMAT, OUTPUT_FORMAT,
+    Fixture, Metrics, Output, CAPTURE_STALL_MS, EMBEDDED_FIXTURE, FIXTURE_FORMAT, OUTPUT_FORMAT,
 };
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -35,6 +35,10 @@ pub struct Args {
     /// Exit with status 1 if a target is missed.
     #[arg(long)]
     pub check: bool,
+    /// Capture every run (DIR/<case>/sim/pcap, DIR/<case>/kernel/pcap) and show the stalls of
+    /// the in-order data stream the captures of both stacks show.
+    #[arg(long)]
+    pub pcap: bool,
     /// Testbed cases run this many at a time, each on namespaces of its own (the cases' links
     /// are 10 Mbit/s, far below what the emulator carries; 1 runs them one after another).
     #[arg(long, default_value_t = 2, value_name = "N")]
@@ -104,9 +108,15 @@ pub fn main(args: Args) -> Result<(), CliError> {
     }
     let mut sims: BTreeMap<String, Metrics> = BTreeMap::new();
     let mut kernels: BTreeMap<String, Metrics> = BTreeMap::new();
+    let mut cap_stalls: BTreeMap<String, (f64, Option<f64>)> = BTreeMap::new();
     for c in &wanted {
-        let (r, m) = sim_side(c).map_err(CliError::Failed)?;
         let dir = args.out.join(&c.name);
+        let pdir = dir.join("sim").join("pcap");
+        let (r, m, stall) =
+            sim_side(c, args.pcap.then_some(pdir.as_path())).map_err(CliError::Failed)?;
+        if let Some(st) = stall {
+            cap_stalls.insert(c.name.clone(), (st, None));
+        }
         crate::run::write_outputs(&dir.join("sim"), &r)?;
         std::fs::write(dir.join("scenario.toml"), &c.toml)?;
         sims.insert(c.name.clone(), m);
@@ -122,9 +132,23 @@ pub fn main(args: Args) -> Result<(), CliError> {
             crate::run::write_outputs(&out.join(&c.name).join("kernel"), r)
                 .map_err(|e| e.to_string())
         };
-        kernels = kernel_side(&wanted, args.jobs, &write).map_err(CliError::Failed)?;
+        let pcap_dir = |c: &Case| out.join(&c.name).join("kernel").join("pcap");
+        let side = kernel_side(
+            &wanted,
+            args.jobs,
+            &write,
+            args.pcap
+                .then_some(&pcap_dir as railpath_testbed::calibrate::CaptureDir),
+        )
+        .map_err(CliError::Failed)?;
+        for (name, (m, st)) in side {
+            if let (Some(st), Some(x)) = (st, cap_stalls.get_mut(&name)) {
+                x.1 = Some(st);
+            }
+            kernels.insert(name, m);
+        }
     }
-    let rows = rows(&wanted, &sims, &kernels);
+    let rows = rows(&wanted, &sims, &kernels, &cap_stalls);
     let met = rows
         .iter()
         .flat_map(|r| &r.checks)
@@ -169,6 +193,20 @@ pub fn main(args: Args) -> Result<(), CliError> {
                 r.name,
                 gs * 100.0,
                 gk * 100.0
+            ));
+        }
+    }
+    if args.pcap {
+        text.push_str(&format!(
+            "stalls of the in-order stream in the captures (gaps >= {CAPTURE_STALL_MS} ms within 4 s of each onset), s:\n"
+        ));
+        let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
+        for r in &rows {
+            text.push_str(&format!(
+                "  {:<20} sim {:>6}  kernel {:>6}\n",
+                r.name,
+                opt(r.capture_stall_sim_s),
+                opt(r.capture_stall_kernel_s)
             ));
         }
     }

@@ -6,6 +6,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod analyze;
 mod bench;
 mod calibrate;
 mod error;
@@ -45,6 +46,8 @@ enum Command {
     Repro(repro::Args),
     /// The BOND paper's analytic power model of two bonded interfaces; one JSON line per rate.
     Power(power::Args),
+    /// Analyse packet captures of either stack: goodput, RTT, retransmissions, stalls, MP_PRIO.
+    Analyze(analyze::Args),
     // ADD A SUBCOMMAND: (2) a variant here, with a `///` line for --help,
 }
 
@@ -58,6 +61,7 @@ fn main() {
         Command::Calibrate(a) => calibrate::main(a),
         Command::Repro(a) => repro::main(a),
         Command::Power(a) => power::main(a),
+        Command::Analyze(a) => analyze::main(a),
         // ADD A SUBCOMMAND: (3) and its match arm here.
     };
     if let Err(e) = result {

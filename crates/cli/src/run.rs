@@ -1,6 +1,7 @@
 //! `railpath run SCENARIO.toml [--seed N] [--out DIR] [--set key.path=value ...]`: load and
 //! validate a scenario, simulate it, write `DIR/summary.json` and `DIR/timeseries.csv`
-//! (formats in docs/output-contract.md) and print a per-flow table.
+//! (formats in docs/output-contract.md) and print a per-flow table. With `--pcap DIR` (or a
+//! `[capture]` table) it also writes packet captures of every link (crates/capture).
 
 use crate::{print_stdout, CliError};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -25,6 +26,10 @@ pub struct Args {
     /// exit without running it.
     #[arg(long)]
     pub estimate: bool,
+    /// Write packet captures of both ends of every link into DIR (pcapng; format and snap
+    /// length from the scenario's [capture] table, docs/models/capture.md).
+    #[arg(long, value_name = "DIR")]
+    pub pcap: Option<PathBuf>,
 }
 
 /// The progress bar appears only once a run has taken this much wall time.
@@ -64,17 +69,42 @@ pub fn main(args: Args) -> Result<(), CliError> {
         }
     };
     let resolved = scenario.validate()?;
-    let result = railpath_sim::run_with_progress(&resolved, &mut progress);
+    let capture = railpath_capture::CaptureOptions::for_run(
+        resolved.capture.as_ref(),
+        &out,
+        args.pcap.clone(),
+    );
+    let result = match &capture {
+        None => railpath_sim::run_with_progress(&resolved, &mut progress)
+            .map(|r| (r, None))
+            .map_err(CliError::from),
+        Some(o) => railpath_capture::run_with_capture(&resolved, &mut progress, o)
+            .map(|(r, rep)| (r, Some(rep)))
+            .map_err(|e| match e {
+                railpath_capture::sim::CaptureRunError::Sim(e) => CliError::from(e),
+                railpath_capture::sim::CaptureRunError::Capture(m) => {
+                    CliError::Failed(format!("capture: {m}"))
+                }
+            }),
+    };
     let wall = start.elapsed();
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let mut results = result?;
+    let (mut results, report) = result?;
     results.summary.wall_s = wall.as_secs_f64();
 
     write_outputs(&out, &results)?;
+    let captured = match (&capture, report) {
+        (Some(c), Some(rep)) => format!(
+            "; captures ({} packets) in {}",
+            rep.files.iter().map(|f| f.1).sum::<u64>(),
+            c.dir.display()
+        ),
+        _ => String::new(),
+    };
     print_stdout(&format!(
-        "{}{} events in {:.3} s wall; results in {}\n",
+        "{}{} events in {:.3} s wall; results in {}{captured}\n",
         summary_table(&results.summary),
         results.summary.events,
         results.summary.wall_s,
@@ -229,6 +259,7 @@ mod tests {
             out: None,
             set: vec!["run.seed=3".into(), "link.a.loss=0.1".into()],
             estimate: false,
+            pcap: None,
         };
         assert_eq!(
             overrides(&a),

@@ -45,6 +45,10 @@ pub struct RunArgs {
     /// Override a scenario key, e.g. --set link.a.rate_mbps=5.
     #[arg(long = "set", value_name = "KEY.PATH=VALUE")]
     pub set: Vec<String>,
+    /// Capture both ends of every emulated link into DIR, as `railpath run --pcap` does for
+    /// the simulator's (format and snap length from the scenario's [capture] table).
+    #[arg(long, value_name = "DIR")]
+    pub pcap: Option<PathBuf>,
 }
 
 pub fn main(args: Args) -> Result<(), CliError> {
@@ -155,11 +159,22 @@ fn run(args: RunArgs) -> Result<(), CliError> {
     if let Some(seed) = args.seed {
         overrides.push(format!("run.seed={seed}"));
     }
-    let scenario = railpath_scenario::load(&args.scenario, &overrides)?;
+    let mut scenario = railpath_scenario::load(&args.scenario, &overrides)?;
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| default_out(&args.scenario));
+    // Captures: `--pcap DIR` or `[capture]` (its dir under DIR), resolved here so that the
+    // emulator, which reads `[capture]`, writes where this run's outputs go.
+    if let Some(c) = railpath_capture::CaptureOptions::for_run(
+        scenario.capture.as_ref(),
+        &out,
+        args.pcap.clone(),
+    ) {
+        let mut cap = scenario.capture.clone().unwrap_or_default();
+        cap.dir = Some(c.dir.display().to_string());
+        scenario.capture = Some(cap);
+    }
     railpath_linkem::check_environment().map_err(cli_error)?;
     eprintln!(
         "testbed: running {} for {} s in network namespaces",
@@ -182,8 +197,22 @@ fn run(args: RunArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", p.display())))?;
     let results = &o.results;
     let cars = o.cars.as_ref();
+    let captured = match &o.report.capture {
+        Some(c) => {
+            if let Some(e) = &c.error {
+                return Err(CliError::Failed(format!("testbed capture: {e}")));
+            }
+            format!(
+                "; captures ({} packets, {} not captured) in {}",
+                c.files.files.iter().map(|f| f.1).sum::<u64>(),
+                c.dropped,
+                scenario.capture.as_ref().map_or("", |c| c.dir())
+            )
+        }
+        None => String::new(),
+    };
     print_stdout(&format!(
-        "{}{}{} packets through the emulator in {:.1} s wall; results in {}\n",
+        "{}{}{} packets through the emulator in {:.1} s wall; results in {}{captured}\n",
         flow_table(&results.summary),
         cars.map(|(_, n)| format!("cars: {n}\n"))
             .unwrap_or_default(),

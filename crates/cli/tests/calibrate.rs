@@ -134,3 +134,48 @@ fn full_side_by_side_on_the_testbed() {
         "{met} met, {missed} missed:\n{stdout}"
     );
 }
+
+#[test]
+fn stall_figures_from_captures_of_both_stacks() {
+    // The 1 s outage of path b: both stacks' captures show the in-order stream stalling. Without
+    // the testbed only the simulator's side is captured (the fixture has no packets).
+    let testbed = railpath_linkem::check_environment();
+    if let Err(e) = &testbed {
+        eprintln!("SKIP the kernel side of stall_figures_from_captures_of_both_stacks: {e}");
+    }
+    let out = out_dir("calibrate-pcap");
+    let mut args = vec!["--case", "o1000-b100-r20", "--pcap", "--out"];
+    args.push(out.to_str().unwrap());
+    if testbed.is_err() {
+        args.push("--sim-only");
+    }
+    let o = calibrate(&args);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout.contains("stalls of the in-order stream in the captures"),
+        "{stdout}"
+    );
+    assert!(out.join("o1000-b100-r20/sim/pcap/receiver.pcapng").exists());
+    let v = json(&out.join("calibrate.json"));
+    let c = &v["cases"][0];
+    let sim = c["capture_stall_sim_s"]
+        .as_f64()
+        .expect("a simulator figure");
+    assert!(sim > 0.2 && sim <= 4.0, "{sim}");
+    if testbed.is_ok() {
+        let k = c["capture_stall_kernel_s"]
+            .as_f64()
+            .expect("a kernel figure");
+        assert!(k > 0.2 && k <= 4.0, "{k}");
+        assert!(out
+            .join("o1000-b100-r20/kernel/pcap/sender.pcapng")
+            .exists());
+    } else {
+        assert!(c["capture_stall_kernel_s"].is_null());
+    }
+}

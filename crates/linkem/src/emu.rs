@@ -14,6 +14,10 @@
 //! §3.4 sequence arithmetic), and the advance of the highest sequence number delivered out of the
 //! link (new bytes; a hole later filled by a retransmission is counted when the hole's successor
 //! arrives). Paths are keyed by (link, server port), so each flow uses its own server port.
+//!
+//! Captures (`EmuOptions::pcap`): every packet read from a TUN device is captured at its end of
+//! the link when read, every packet written at the other end at its scheduled departure, by
+//! railpath-capture's writer thread (crates/capture/src/live.rs), which the loop never waits for.
 
 use crate::config::LinkConfig;
 use crate::model::{LinkDir, Output};
@@ -56,6 +60,8 @@ pub struct EmuOptions {
     /// Run the emulator thread under SCHED_FIFO (priority 50) so that other work on a loaded
     /// machine cannot delay packets by a scheduler tick; needs root, ignored when refused.
     pub realtime: bool,
+    /// Capture both ends of every link (`railpath testbed run --pcap`).
+    pub pcap: Option<railpath_capture::CaptureOptions>,
 }
 
 impl Default for EmuOptions {
@@ -65,6 +71,7 @@ impl Default for EmuOptions {
             bin: Time::from_ms(100),
             spin: Time::from_us(50),
             realtime: true,
+            pcap: None,
         }
     }
 }
@@ -224,6 +231,8 @@ pub struct EmuReport {
     pub write_errors: u64,
     /// Whether the thread ran under SCHED_FIFO.
     pub realtime: bool,
+    /// The captures written, when asked for.
+    pub capture: Option<railpath_capture::live::LiveReport>,
 }
 
 /// A running emulator; stops (and closes its TUN devices) on [`Emulator::stop`] or drop.
@@ -274,10 +283,21 @@ impl Emulator {
                 queue_samples: Vec::new(),
             });
         }
+        let capture = match &opts.pcap {
+            Some(p) => Some(
+                railpath_capture::live::LiveCapture::start(
+                    p,
+                    &ids,
+                    &format!("railpath {} testbed (linkem)", railpath_sim::VERSION),
+                )
+                .map_err(TestbedError::Other)?,
+            ),
+            None => None,
+        };
         let stop2 = stop.clone();
         let handle = std::thread::Builder::new()
             .name("linkem".into())
-            .spawn(move || run_loop(rt, opts, origin, stop2, crx, etx))
+            .spawn(move || run_loop(rt, opts, origin, stop2, crx, etx, capture))
             .map_err(|e| TestbedError::io("cannot spawn the emulator thread", e))?;
         Ok(Emulator {
             stop,
@@ -376,6 +396,7 @@ struct Acct {
     etx: Sender<LinkEvent>,
     origin: Instant,
     bin_ns: u64,
+    capture: Option<railpath_capture::live::LiveCapture>,
 }
 
 /// IPv4/TCP fields the accounting needs.
@@ -522,6 +543,14 @@ impl Acct {
     fn handle(&mut self, link: usize, id: &str, data: bool, out_fd: i32, o: Output<Pkt>) {
         match o {
             Output::Deliver { t, packet } => {
+                if let Some(c) = &self.capture {
+                    let end = if data {
+                        railpath_capture::End::Receiver
+                    } else {
+                        railpath_capture::End::Sender
+                    };
+                    c.ip_packet(link, end, data, t, &packet.buf[..packet.len]);
+                }
                 // SAFETY: writing an initialised buffer prefix to an open fd.
                 let r = unsafe {
                     libc::write(
@@ -622,6 +651,7 @@ fn run_loop(
     stop: Arc<AtomicBool>,
     crx: Receiver<Command>,
     etx: Sender<LinkEvent>,
+    capture: Option<railpath_capture::live::LiveCapture>,
 ) -> EmuReport {
     // SAFETY: prctl with integer arguments; only affects this thread's timer slack.
     unsafe {
@@ -648,6 +678,7 @@ fn run_loop(
         etx,
         origin,
         bin_ns: opts.bin.ns(),
+        capture,
     };
     let mut pfds: Vec<libc::pollfd> = links
         .iter()
@@ -691,6 +722,9 @@ fn run_loop(
                 };
                 acct.on_data_arrival(i, &p.buf[..p.len]);
                 let now = acct.now();
+                if let Some(c) = &acct.capture {
+                    c.ip_packet(i, railpath_capture::End::Sender, true, now, &p.buf[..p.len]);
+                }
                 let len = p.len as u32;
                 data.enqueue(now, len, p, &mut |o| acct.handle(i, id, true, rfd, o));
             }
@@ -699,6 +733,15 @@ fn run_loop(
                     break;
                 };
                 let now = acct.now();
+                if let Some(c) = &acct.capture {
+                    c.ip_packet(
+                        i,
+                        railpath_capture::End::Receiver,
+                        false,
+                        now,
+                        &p.buf[..p.len],
+                    );
+                }
                 let len = p.len as u32;
                 rev.enqueue(now, len, p, &mut |o| acct.handle(i, id, false, sfd, o));
             }
@@ -756,6 +799,7 @@ fn run_loop(
     }
     let ran_for = acct.now();
     let lateness = acct.lateness();
+    let capture = acct.capture.take().map(|c| c.finish());
     let nbins = (ran_for.ns() / opts.bin.ns()) as usize;
     let link_reports = links
         .iter()
@@ -793,6 +837,7 @@ fn run_loop(
         lateness,
         write_errors: acct.write_errors,
         realtime,
+        capture,
     }
 }
 
@@ -846,6 +891,7 @@ mod tests {
             etx,
             origin: Instant::now(),
             bin_ns: 100_000_000,
+            capture: None,
         };
         // SYN-ACK at ISN u32::MAX - 500 (sequence wrap ahead), then 3 segments of 1000 B, the
         // second lost and retransmitted after the third.

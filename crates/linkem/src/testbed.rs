@@ -58,6 +58,8 @@ impl TestbedSpec {
             emu: EmuOptions {
                 seed: r.run.seed,
                 bin: Time::from_ms_f64(r.run.bin_ms),
+                // `[capture]`, its directory as the caller resolved it.
+                pcap: railpath_capture::CaptureOptions::of_resolved(r),
                 ..EmuOptions::default()
             },
         })

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+mod capture;
 mod cars;
 mod error;
 mod locate;
@@ -16,6 +17,7 @@ pub mod resolved;
 mod size;
 mod validate;
 
+pub use capture::{Capture, CaptureFormat};
 pub use cars::*;
 pub use error::ScenarioError;
 pub use overrides::apply_override;
@@ -53,6 +55,9 @@ pub struct Scenario {
     /// (see `railpath_radio::carrier_timelines`).
     #[serde(default, rename = "carrier")]
     pub carriers: Vec<railpath_radio::CarrierConfig>,
+    /// Packet captures of the run (`[capture]`); none without the table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture: Option<Capture>,
     /// Where the scenario came from (file path or preset name); set by the loader.
     #[serde(skip)]
     pub source: String,

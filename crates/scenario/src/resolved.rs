@@ -36,6 +36,8 @@ pub struct Resolved {
     /// The train and its carriers, when any `[[carrier]]` is given.
     pub radio: Option<Radio>,
     pub flows: Vec<FlowSpec>,
+    /// `[capture]`: packet captures of the run, if asked for.
+    pub capture: Option<crate::Capture>,
 }
 
 /// The radio model's train and carriers (`[train]`, `[[carrier]]`).
@@ -698,6 +700,7 @@ pub(crate) fn resolve(s: &Scenario) -> Result<Resolved, ScenarioError> {
         balancers,
         radio,
         flows,
+        capture: s.capture.clone(),
     })
 }
 

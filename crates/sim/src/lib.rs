@@ -15,6 +15,7 @@ pub mod results;
 pub mod tcp;
 mod world;
 
+pub use net::PacketTap;
 pub use railpath_core::{Rng, Time};
 pub use results::{RunResults, VERSION};
 pub use world::SimError;
@@ -29,7 +30,34 @@ pub fn run_with_progress(
     r: &railpath_scenario::Resolved,
     progress: &mut dyn FnMut(f64),
 ) -> Result<RunResults, SimError> {
+    run_tapped(r, progress, None)
+}
+
+/// [`run_with_progress`] with a packet capture at both ends of every link direction (see
+/// [`crate::net::PacketTap`]); its `end` is called when the run ends. The results are those of
+/// the same run without it.
+pub fn run_with_tap(
+    r: &railpath_scenario::Resolved,
+    progress: &mut dyn FnMut(f64),
+    tap: Box<dyn PacketTap>,
+) -> Result<RunResults, SimError> {
+    run_tapped(r, progress, Some(tap))
+}
+
+/// The one body of both (so that the event loop has one caller and is inlined there, as it was
+/// before taps).
+fn run_tapped(
+    r: &railpath_scenario::Resolved,
+    progress: &mut dyn FnMut(f64),
+    tap: Option<Box<dyn PacketTap>>,
+) -> Result<RunResults, SimError> {
     let mut w = build::world(r)?;
+    if let Some(t) = tap {
+        w.net.set_tap(t);
+    }
     w.run(progress);
+    if let Some(mut t) = w.net.tap.take() {
+        t.end(w.end);
+    }
     Ok(w.finish(r))
 }

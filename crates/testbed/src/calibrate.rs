@@ -1,5 +1,10 @@
 //! Calibration (`railpath calibrate`): the simulator's MPTCP against the kernel's when a path
-//! dies. The cases, their measurement, the targets and the kernel fixture are here; the CLI
+//! dies.
+//!
+//! With captures (`--pcap`) both sides' runs are captured (crates/capture,
+//! docs/models/capture.md) and each case adds the stall of the in-order data stream the captures
+//! show: the time within 4 s of each onset covered by gaps of at least 200 ms between in-order
+//! advances, from each stack's own packets ([`capture_stall`]). The cases, their measurement, the targets and the kernel fixture are here; the CLI
 //! picks the cases, runs them through [`sim_side`] and [`kernel_side`], and prints and writes
 //! the comparison ([`rows`], [`table`]).
 //!
@@ -451,13 +456,77 @@ pub fn load_case(c: &Case) -> Result<Resolved, ScenarioError> {
     railpath_scenario::parse_str(&c.toml, &file)?.validate()
 }
 
-/// The simulator's side of a case: its run (named after the case) and its measures.
-pub fn sim_side(c: &Case) -> Result<(RunResults, Metrics), String> {
+/// The simulator's side of a case: its run (named after the case), its measures, and with
+/// `pcap` (a directory for its capture) the stall its capture shows.
+pub fn sim_side(
+    c: &Case,
+    pcap: Option<&std::path::Path>,
+) -> Result<(RunResults, Metrics, Option<f64>), String> {
     let s = load_case(c).map_err(|e| e.to_string())?;
-    let mut r = railpath_sim::run(&s).map_err(|e| e.to_string())?;
+    let mut r = match pcap {
+        Some(dir) => {
+            let o = railpath_capture::CaptureOptions {
+                dir: dir.to_path_buf(),
+                format: railpath_capture::Format::Pcapng,
+                snaplen: railpath_capture::CaptureOptions::DEFAULT_SNAPLEN,
+            };
+            railpath_capture::run_with_capture(&s, &mut |_| {}, &o)
+                .map_err(|e| format!("case {}: {e}", c.name))?
+                .0
+        }
+        None => railpath_sim::run(&s).map_err(|e| e.to_string())?,
+    };
     r.summary.scenario = c.name.clone();
     let m = measure(&r).map_err(|e| format!("case {}: {e}", c.name))?;
-    Ok((r, m))
+    let stall = match pcap {
+        Some(dir) => {
+            Some(capture_stall(dir, &r).map_err(|e| format!("case {} (captures): {e}", c.name))?)
+        }
+        None => None,
+    };
+    Ok((r, m, stall))
+}
+
+/// Gaps of the in-order stream shorter than this are not stalls (the analysis's default).
+pub const CAPTURE_STALL_MS: f64 = 200.0;
+
+/// The mean over `r`'s outages (as `measure` picks them) of the time within 4 s of the onset
+/// that the in-order stream of its MPTCP flow stalled, from the captures in `dir`.
+pub fn capture_stall(dir: &std::path::Path, r: &RunResults) -> Result<f64, String> {
+    let opts = railpath_capture::AnalyzeOptions {
+        duration_s: Some(r.summary.sim_duration_s),
+        stall_s: CAPTURE_STALL_MS / 1000.0,
+        ..Default::default()
+    };
+    let a = railpath_capture::analyze(&[dir.to_path_buf()], &opts).map_err(|e| e.to_string())?;
+    let f = a
+        .summary
+        .flows
+        .iter()
+        .find(|f| f.kind == "mptcp")
+        .ok_or("no mptcp connection in the captures")?;
+    let end = r.summary.sim_duration_s;
+    let (mut sum, mut n) = (0.0, 0usize);
+    for l in &r.summary.links {
+        for o in &l.outages {
+            let (t0, t1) = (o.start_s, o.start_s + o.duration_ms / 1e3);
+            if t0 < 2.0 || t1 > end {
+                continue;
+            }
+            n += 1;
+            for st in &f.stalls {
+                let (a, b) = (
+                    st.start_s.max(t0),
+                    (st.start_s + st.duration_s).min(t0 + 4.0),
+                );
+                sum += (b - a).max(0.0);
+            }
+        }
+    }
+    if n == 0 {
+        return Err("no outage to measure".into());
+    }
+    Ok(sum / n as f64)
 }
 
 fn fmt_opt(x: Option<f64>, prec: usize) -> String {
@@ -552,6 +621,9 @@ pub struct CaseOut {
     pub flip_gain_sim: Option<f64>,
     pub flip_gain_kernel: Option<f64>,
     pub checks: Vec<Check>,
+    /// With captures: mean stall per outage from each side's captures, s.
+    pub capture_stall_sim_s: Option<f64>,
+    pub capture_stall_kernel_s: Option<f64>,
 }
 
 /// `calibrate.json`.
@@ -573,6 +645,7 @@ pub fn rows(
     wanted: &[&Case],
     sims: &BTreeMap<String, Metrics>,
     kernels: &BTreeMap<String, Metrics>,
+    capture_stalls: &BTreeMap<String, (f64, Option<f64>)>,
 ) -> Vec<CaseOut> {
     let gain = |m: &BTreeMap<String, Metrics>, c: &Case| -> Option<f64> {
         let twin = c.flip_of.as_ref()?;
@@ -597,26 +670,40 @@ pub fn rows(
                 flip_gain_sim: gs,
                 flip_gain_kernel: gk,
                 checks,
+                capture_stall_sim_s: capture_stalls.get(&c.name).map(|x| x.0),
+                capture_stall_kernel_s: capture_stalls.get(&c.name).and_then(|x| x.1),
             })
         })
         .collect()
 }
 
+/// Where the kernel side captures case `c`, if it does.
+pub type CaptureDir<'a> = &'a (dyn Fn(&Case) -> std::path::PathBuf + Sync);
+
 /// The kernel side of `cases` on the testbed, `jobs` at a time (a worker takes the next case
-/// when its run ends); `done` gets each run (named after its case) as it ends. The first
+/// when its run ends); `done` gets each run (named after its case) as it ends. With `pcap` each
+/// run is captured into its directory and the stall its capture shows is measured. The first
 /// failure stops the workers from taking further cases and is returned.
 pub fn kernel_side(
     cases: &[&Case],
     jobs: usize,
     done: &(dyn Fn(&Case, &RunResults) -> Result<(), String> + Sync),
-) -> Result<BTreeMap<String, Metrics>, String> {
+    pcap: Option<CaptureDir>,
+) -> Result<BTreeMap<String, (Metrics, Option<f64>)>, String> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     let next = AtomicUsize::new(0);
-    let results: Mutex<BTreeMap<String, Metrics>> = Mutex::new(BTreeMap::new());
+    let results: Mutex<BTreeMap<String, (Metrics, Option<f64>)>> = Mutex::new(BTreeMap::new());
     let failure: Mutex<Option<String>> = Mutex::new(None);
-    let one = |c: &Case| -> Result<Metrics, String> {
-        let s = load_case(c).map_err(|e| e.to_string())?;
+    let one = |c: &Case| -> Result<(Metrics, Option<f64>), String> {
+        let mut s = load_case(c).map_err(|e| e.to_string())?;
+        let pdir = pcap.map(|f| f(c));
+        if let Some(d) = &pdir {
+            s.capture = Some(railpath_scenario::Capture {
+                dir: Some(d.display().to_string()),
+                ..Default::default()
+            });
+        }
         eprintln!(
             "calibrate: {} on the testbed ({} s)",
             c.name, s.run.duration_s
@@ -625,7 +712,15 @@ pub fn kernel_side(
             .map_err(|e| format!("case {}: testbed: {e}", c.name))?;
         r.summary.scenario = c.name.clone();
         done(c, &r)?;
-        measure(&r).map_err(|e| format!("case {} (kernel): {e}", c.name))
+        let m = measure(&r).map_err(|e| format!("case {} (kernel): {e}", c.name))?;
+        let stall = match &pdir {
+            Some(d) => Some(
+                capture_stall(d, &r)
+                    .map_err(|e| format!("case {} (kernel captures): {e}", c.name))?,
+            ),
+            None => None,
+        };
+        Ok((m, stall))
     };
     std::thread::scope(|scope| {
         for _ in 0..jobs.min(cases.len()) {

@@ -512,6 +512,7 @@ pub fn run(s: &Resolved, work: &Path) -> Result<CarsRun, TestbedError> {
         emu: railpath_linkem::EmuOptions {
             seed: s.run.seed,
             bin: Time::from_ms_f64(s.run.bin_ms),
+            pcap: railpath_capture::CaptureOptions::of_resolved(s),
             ..railpath_linkem::EmuOptions::default()
         },
     };

@@ -115,8 +115,18 @@ fn emulator_json(r: &EmuReport) -> serde_json::Value {
         })
     };
     let l = &r.lateness;
+    let capture = r.capture.as_ref().map(|c| {
+        json!({
+            "files": c.files.files.iter().map(|(p, n)| json!({
+                "file": p.display().to_string(), "packets": n,
+            })).collect::<Vec<_>>(),
+            "dropped_packets": c.dropped,
+            "error": c.error,
+        })
+    });
     json!({
         "ran_for_s": r.ran_for.secs_f64(),
+        "capture": capture,
         "realtime": r.realtime,
         "write_lateness_us": {
             "packets": l.packets, "mean": l.mean_us, "p50": l.p50_us, "p99": l.p99_us,
@@ -153,6 +163,7 @@ mod tests {
             ..Default::default()
         };
         let r = EmuReport {
+            capture: None,
             bin: Time::from_ms(100),
             ran_for: Time::from_secs(2),
             links: vec![LinkReport {

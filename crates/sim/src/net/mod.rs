@@ -56,10 +56,28 @@ pub enum Hop {
     Bond(u32),
     /// The endpoint the route ends at.
     Sink(Endpoint),
+    /// A link direction with a capture at both ends: [`Net::set_tap`] puts these in place of
+    /// every `Dir`, so that packets on plain `Dir` hops pay nothing for taps.
+    TapDir(u32),
+}
+
+/// A capture point at both ends of every link direction (a packet capture, `railpath run
+/// --pcap`): told of each packet offered to a direction's queue and of each packet leaving its
+/// far end, in simulated-time order. Link `i`'s data direction is `dir` `2 i`, its reverse
+/// `2 i + 1` (the order `World::build` makes them in); `to` is the endpoint the packet's route
+/// ends at. The network holds at most one ([`Net::set_tap`]); without one the hot path is the
+/// same code it was before taps existed (docs/performance.md).
+pub trait PacketTap {
+    /// `p` is offered to `dir`'s queue at `now`: the host (or hop) at the near end sent it onto
+    /// the link, whether the queue then keeps or drops it.
+    fn enter(&mut self, now: Time, dir: u32, to: Endpoint, p: &Packet);
+    /// `p` leaves `dir` at its far end at `now`.
+    fn leave(&mut self, now: Time, dir: u32, to: Endpoint, p: &Packet);
+    /// The run ended at `now`; nothing more will come.
+    fn end(&mut self, _now: Time) {}
 }
 
 /// The network: event scheduler, link directions and the route table.
-#[derive(Debug)]
 pub struct Net {
     pub sched: Scheduler,
     pub dirs: Vec<LinkDir>,
@@ -69,6 +87,20 @@ pub struct Net {
     pub wire: Vec<Packet>,
     pub routes: Vec<Vec<Hop>>,
     pub bonds: Vec<bond::Bond>,
+    /// A packet capture, if the run has one.
+    pub tap: Option<Box<dyn PacketTap>>,
+}
+
+impl std::fmt::Debug for Net {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Net")
+            .field("sched", &self.sched)
+            .field("dirs", &self.dirs)
+            .field("routes", &self.routes)
+            .field("bonds", &self.bonds)
+            .field("tap", &self.tap.is_some())
+            .finish()
+    }
 }
 
 impl Net {
@@ -80,6 +112,7 @@ impl Net {
             wire: Vec::new(),
             routes: Vec::new(),
             bonds: Vec::new(),
+            tap: None,
         }
     }
 
@@ -89,9 +122,20 @@ impl Net {
     }
 
     /// Add a route; returns its index.
-    pub fn add_route(&mut self, hops: Vec<Hop>) -> u32 {
+    pub fn add_route(&mut self, mut hops: Vec<Hop>) -> u32 {
+        if self.tap.is_some() {
+            tap_hops(&mut hops);
+        }
         self.routes.push(hops);
         (self.routes.len() - 1) as u32
+    }
+
+    /// Give the network a tap (before the run; routes added later are tapped as they come).
+    pub fn set_tap(&mut self, tap: Box<dyn PacketTap>) {
+        self.tap = Some(tap);
+        for r in &mut self.routes {
+            tap_hops(r);
+        }
     }
 
     /// Send a packet from its route's start. (Every route of a run starts at a link; a route
@@ -106,6 +150,7 @@ impl Net {
             Hop::Sink(_) => self.wire.push(p),
             #[cfg(not(test))]
             Hop::Sink(_) => {}
+            Hop::TapDir(d) => self.enqueue_tapped(d, p),
         }
     }
 
@@ -135,7 +180,11 @@ impl Net {
         } else {
             None
         };
-        self.enqueue(dir, p);
+        if self.tap.is_some() {
+            self.enqueue_tapped(dir, p);
+        } else {
+            self.enqueue(dir, p);
+        }
         self.bonds[b].stats.sent[d][k] += 1;
         if let Some(key) = key {
             if refused(&self.dirs[dir as usize]) == before {
@@ -177,6 +226,38 @@ impl Net {
         }
     }
 
+    #[cold]
+    #[inline(never)]
+    fn enqueue_tapped(&mut self, d: u32, p: Packet) {
+        let (now, to) = (self.sched.now(), self.sink_of(&p));
+        if let Some(t) = self.tap.as_deref_mut() {
+            t.enter(now, d, to, &p);
+        }
+        self.enqueue(d, p);
+    }
+
+    /// The endpoint `p`'s route ends at.
+    fn sink_of(&self, p: &Packet) -> Endpoint {
+        match self.routes[p.route as usize].last() {
+            Some(Hop::Sink(e)) => *e,
+            // Every route ends at its sink (`World::build`).
+            _ => Endpoint {
+                flow: u32::MAX,
+                sub: 0,
+                side: Side::Receiver,
+            },
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn tap_leave(&mut self, d: u32, p: &Packet) {
+        let (now, to) = (self.sched.now(), self.sink_of(p));
+        if let Some(t) = self.tap.as_deref_mut() {
+            t.leave(now, d, to, p);
+        }
+    }
+
     /// Serve a link direction (the `LinkService` event).
     pub fn service(&mut self, d: u32) {
         let now = self.sched.now();
@@ -214,16 +295,17 @@ impl Net {
             let Some(mut p) = self.dirs[d as usize].take_arrival() else {
                 return;
             };
-            if let Hop::Bond(bd) = self.hop_of(&p) {
-                if !self.bond_exit(bd, &p) {
-                    continue;
-                }
+            // The hop it leaves: a plain link direction in all but bonds and tapped runs.
+            let here = self.hop_of(&p);
+            if !matches!(here, Hop::Dir(_)) && !self.leave_hop(here, d, p) {
+                continue;
             }
             p.hop += 1;
             match self.hop_of(&p) {
                 Hop::Dir(next) => self.enqueue(next, p),
                 Hop::Bond(bd) => self.bond_enter(bd, p),
                 Hop::Sink(e) => sink(self, e, &p),
+                Hop::TapDir(next) => self.enqueue_tapped(next, p),
             }
         }
     }
@@ -250,6 +332,20 @@ impl Net {
         }
     }
 
+    /// A packet leaves hop `h` (link direction `d`), not a plain `Dir`: the tap is told; a
+    /// bond's filter may drop it (false).
+    #[cold]
+    #[inline(never)]
+    fn leave_hop(&mut self, h: Hop, d: u32, p: Packet) -> bool {
+        if self.tap.is_some() {
+            self.tap_leave(d, &p);
+        }
+        match h {
+            Hop::Bond(bd) => self.bond_exit(bd, &p),
+            _ => true,
+        }
+    }
+
     pub fn outage_start(&mut self, d: u32, until: Time) {
         let now = self.sched.now();
         self.dirs[d as usize].outage_start(now, until);
@@ -263,6 +359,15 @@ impl Net {
         }
         if let Some(t) = arm {
             self.sched.at(t, Event::LinkArrival { dir: d });
+        }
+    }
+}
+
+/// A tapped route: every `Dir` becomes `TapDir`.
+fn tap_hops(hops: &mut [Hop]) {
+    for h in hops {
+        if let Hop::Dir(d) = *h {
+            *h = Hop::TapDir(d);
         }
     }
 }
