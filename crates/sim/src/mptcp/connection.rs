@@ -603,9 +603,15 @@ impl MptcpFlow {
         self.adv_edge.saturating_sub(self.rx.delivered_bytes)
     }
 
-    /// The data-level window the receiver would advertise now, bytes.
+    /// The data-level window the receiver would advertise now, bytes: with Linux receivers, at
+    /// most the largest of the subflows' `rcv_ssthresh` (the sender keeps the largest edge).
     pub fn receive_window(&self) -> u64 {
-        self.advertised_window()
+        let free = self.advertised_window();
+        self.subflows
+            .iter()
+            .filter_map(|sf| sf.receiver.linux_ack_state().map(|l| l.rcv_ssthresh))
+            .max()
+            .map_or(free, |m| free.min(m))
     }
 
     /// Record the segments the data level delivers in order, for [`MptcpFlow::take_delivered`].

@@ -210,6 +210,11 @@ impl TcpReceiver {
         self.linux.as_mut()
     }
 
+    /// The same, to read.
+    pub fn linux_ack_state(&self) -> Option<&LinuxAck> {
+        self.linux.as_ref()
+    }
+
     pub fn rcv_nxt(&self) -> u64 {
         self.rcv_nxt
     }
