@@ -3,8 +3,8 @@
 //! - Against the committed kernel fixture (testbed/calibrate-kernel.json, measured on the CI
 //!   machine kind), the simulator meets the targets on the 1 s and 6 s outages at 100 packets:
 //!   window goodput within 10%, stall within 0.5-2x, the retry schedule (backed-off RTOs).
-//! - As root with kernel MPTCP, the full side-by-side runs on the namespace testbed (about
-//!   2 minutes, two cases at a time); without them it says so loudly and skips.
+//! - As root with kernel MPTCP, the full side-by-side runs on the namespace testbed (13 cases,
+//!   about 2.5 minutes, two cases at a time); without them it says so loudly and skips.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -87,6 +87,8 @@ fn bad_arguments_are_input_errors() {
         "o50-b100-r20",
         "o1000-b100-r100",
         "o6000-b100-r20-flip",
+        "o3000-b300-r20-drop",
+        "o8000-b300-r20-drop",
         "radio-x2",
     ] {
         assert!(list.contains(c), "{list}");
@@ -115,7 +117,7 @@ fn full_side_by_side_on_the_testbed() {
     let v = json(&out.join("calibrate.json"));
     assert_eq!(v["kernel_source"], "testbed");
     let cases = v["cases"].as_array().unwrap();
-    assert_eq!(cases.len(), 11);
+    assert_eq!(cases.len(), 13);
     for c in cases {
         let k = &c["kernel"];
         assert!(k.is_object(), "no kernel side for {}", c["name"]);

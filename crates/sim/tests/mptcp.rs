@@ -430,3 +430,34 @@ fn linux_path_is_deterministic() {
     assert_eq!(a.summary.links, b.summary.links);
     assert_eq!(a.series, b.series);
 }
+
+/// Linux's receiver ACKs every segment while its autotuned window grows (`tcp_grow_window()`
+/// sets quick-ACK mode), so the ACKs of a 10 Mbit/s path arrive 1.2 ms apart and CUBIC's HyStart
+/// ACK-train test (ACKs closer than 2 ms for half the minimum RTT) ends slow start at about 30
+/// packets, as the kernel does (`TcpExtTCPHystartTrainCwnd` 30 per subflow on the testbed).
+/// Without the rule (no autotuning: a fixed buffer, every second segment ACKed, 2.3 ms apart)
+/// the train never forms and the delay test ends slow start only near 100 packets.
+#[test]
+fn linux_receiver_quick_acks_end_slow_start_at_the_ack_train() {
+    let case = |autotune: bool| {
+        let text = two_paths_buf("linux-default", "uncoupled-cubic", 10.0, 4000, 300, "")
+            .replace("duration_s = 60", "duration_s = 2\nbin_ms = 50");
+        // Autotuned (linux-default's default) unless a fixed buffer is given.
+        run(&if autotune {
+            text.replace("receive_buffer_packets = 4000", "")
+        } else {
+            text
+        })
+    };
+    let (linux, fixed) = (case(true), case(false));
+    for sub in ["a", "b"] {
+        // The bin ending at 0.25 s: slow start is over on both (CUBIC then grows 5% per RTT).
+        let c = series(&linux, "m", sub, "cwnd_bytes")[4] / 1448.0;
+        assert!(
+            (25.0..50.0).contains(&c),
+            "{sub}: cwnd {c} packets at 0.25 s"
+        );
+        let c = series(&fixed, "m", sub, "cwnd_bytes")[4] / 1448.0;
+        assert!(c > 85.0, "{sub}, fixed buffer: cwnd {c} packets at 0.25 s");
+    }
+}

@@ -78,8 +78,16 @@ impl Scripted {
 
     fn case(&self) -> Case {
         let end = ONSET_S + self.outage_ms as f64 / 1e3;
-        let duration = (end + 6.0).max(14.0).ceil();
+        // 6 s after the outage, or as long as the outage: after a long drop outage the path
+        // returns at the next backed-off retransmission, up to about the outage's length later.
+        let after = (self.outage_ms as f64 / 1e3).max(6.0);
+        let duration = (end + after).max(14.0).ceil();
         let mode = if self.drop { "drop" } else { "hold" };
+        let what = if self.drop {
+            "drop: the queue flushed"
+        } else {
+            "hold"
+        };
         let flip = if self.flip {
             format!(
                 "prio_changes = [\n  {{ t_s = {:.1}, path = \"b\", backup = true, by = \"receiver\" }},\n  {{ t_s = {end:.3}, path = \"b\", backup = false, by = \"receiver\" }},\n]\n",
@@ -100,7 +108,7 @@ impl Scripted {
             o = self.outage_ms,
         );
         let description = format!(
-            "2 x 10 Mbit/s, {} ms RTT, {}-packet buffers; path b out {} ms at {ONSET_S} s ({mode}){}",
+            "2 x 10 Mbit/s, {} ms RTT, {}-packet buffers; path b out {} ms at {ONSET_S} s ({what}){}",
             2 * self.delay_ms,
             self.buffer,
             self.outage_ms,
@@ -182,6 +190,16 @@ pub fn cases() -> Vec<Case> {
         drop: true,
         ..base
     });
+    // Radio link failures on deep buffers: the carrier's queue is flushed (300 packets, 0.35 s
+    // at 10 Mbit/s) and the link is out until re-establishment, 3 s and 8 s.
+    for outage_ms in [3000, 8000] {
+        v.push(Scripted {
+            outage_ms,
+            buffer: 300,
+            drop: true,
+            ..base
+        });
+    }
     let mut cases: Vec<Case> = v.iter().map(Scripted::case).collect();
     cases.push(radio_case());
     cases

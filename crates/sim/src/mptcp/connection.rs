@@ -29,7 +29,7 @@ use crate::net::packet::{flags, Kind, Packet};
 use crate::net::{Net, Side};
 use crate::results::{AvgMax, BufferStats, FlowSummary, Series, SubflowSummary};
 use crate::tcp::cc::{self, Coupling, SubflowView, Window};
-use crate::tcp::receiver::{AckDecision, ReceiverConfig, TcpReceiver};
+use crate::tcp::receiver::{AckDecision, LinuxAck, ReceiverConfig, TcpReceiver};
 use crate::tcp::sender::{Room, SenderConfig, TcpSender};
 use railpath_core::{Rng, Time};
 use railpath_scenario::{MptcpCc, MptcpSpec, PrioBy, Reinject};
@@ -418,6 +418,12 @@ impl MptcpFlow {
             Some(d) => (d.window / mss as u64).max(2),
             None => rcv_buf_segs,
         };
+        if let Some(d) = &drs {
+            // The subflows are Linux TCP receivers: quick ACKs while their window grows.
+            for sf in &mut subflows {
+                sf.receiver.enable_linux_ack(LinuxAck::new(d.window, mss));
+            }
+        }
         let bloat = f.bloat_monitor();
         MptcpFlow {
             idx: setup.idx,
@@ -597,9 +603,15 @@ impl MptcpFlow {
         self.adv_edge.saturating_sub(self.rx.delivered_bytes)
     }
 
-    /// The data-level window the receiver would advertise now, bytes.
+    /// The data-level window the receiver would advertise now, bytes: with Linux receivers, at
+    /// most the largest of the subflows' `rcv_ssthresh` (the sender keeps the largest edge).
     pub fn receive_window(&self) -> u64 {
-        self.advertised_window()
+        let free = self.advertised_window();
+        self.subflows
+            .iter()
+            .filter_map(|sf| sf.receiver.linux_ack_state().map(|l| l.rcv_ssthresh))
+            .max()
+            .map_or(free, |m| free.min(m))
     }
 
     /// Record the segments the data level delivers in order, for [`MptcpFlow::take_delivered`].
@@ -1183,10 +1195,16 @@ impl MptcpFlow {
     }
 
     fn send_ack(&mut self, j: usize, net: &mut Net) {
-        let sf = &self.subflows[j];
+        let free = self.advertised_window();
+        let sf = &mut self.subflows[j];
+        // A Linux subflow offers at most its `rcv_ssthresh` (`__tcp_select_window()`); the
+        // sender keeps the largest right edge any subflow announced (`mptcp_set_rwin()`).
+        let w = match sf.receiver.linux_ack() {
+            Some(l) => l.select_window(free),
+            None => free,
+        };
         let mut ack = sf.receiver.build_ack(sf.ack_route);
         ack.data_ack = self.rx.rcv_nxt;
-        let w = self.advertised_window();
         ack.rwnd = Packet::window(w);
         self.adv_edge = self.rx.delivered_bytes + w;
         ack.size += 8; // DSS option with a data ACK (RFC 8684 3.3)
@@ -1330,6 +1348,13 @@ impl FlowOps for MptcpFlow {
                         if let Some(d) = self.drs.as_mut() {
                             if read > 0 && d.on_read(read, now, rtt) {
                                 self.rcv_buf_segs = (d.window / self.mss as u64).max(2);
+                                // `mptcp_rcv_space_adjust()`: the subflows follow the
+                                // connection's window clamp.
+                                for sf in &mut self.subflows {
+                                    if let Some(l) = sf.receiver.linux_ack() {
+                                        l.window_clamp = d.window;
+                                    }
+                                }
                             }
                         }
                     }

@@ -7,8 +7,12 @@
 //!   a retransmission that fills a hole echoes the retransmission.
 //! - Delayed ACKs, RFC 1122 4.2.3.2 / RFC 5681 4.2 as Linux `__tcp_ack_snd_check()`: an ACK for
 //!   every second full segment or after the delayed-ACK timeout (40 ms, Linux's minimum ATO); an
-//!   immediate ACK for out-of-order data, for data that fills a hole, and for duplicates. Linux's
-//!   quick-ACK mode at connection start is not modelled.
+//!   immediate ACK for out-of-order data, for data that fills a hole, and for duplicates.
+//! - Linux's quick-ACK mode and receive-window growth ([`LinuxAck`]), only where the owner turns
+//!   them on (the MPTCP data receiver with an autotuned buffer, whose subflows are Linux TCP
+//!   receivers): an ACK for every segment while the window the receiver offers grows toward its
+//!   autotuned clamp, for the first 16 segments, and after a duplicate. A plain TCP flow's
+//!   receiver (a fixed window) does not model them.
 //! - Receive window: the configured buffer, relative to rcv_nxt; data held out of order lies
 //!   inside it (the application reads in-order data at once, and Linux never moves the right
 //!   edge of an offered window left), so held data never exceeds the buffer.
@@ -46,6 +50,104 @@ impl ReceiverConfig {
     }
 }
 
+/// Linux `TCP_MAX_QUICKACKS`: most ACKs sent at once after the first data or a duplicate.
+pub const TCP_MAX_QUICKACKS: u32 = 16;
+
+/// Linux's receiver-side quick-ACK mode and receive-window growth, for a receiver whose window
+/// the owner autotunes. Sources, net/ipv4 (v6.x):
+///
+/// - `tcp_event_data_recv()`: the first data segment enters quick-ACK mode,
+///   `tcp_incr_quickack(TCP_MAX_QUICKACKS)`: `quick = max(quick, min(max(rcv_wnd / (2 rcv_mss),
+///   2), 16))`.
+/// - `tcp_data_queue()`: a segment entirely below `rcv_nxt` (a duplicate) does the same
+///   (`tcp_enter_quickack_mode()`).
+/// - `tcp_grow_window()`: for a segment of 128 bytes or more, if `rcv_ssthresh` (the window the
+///   receiver offers at most) is below `window_clamp` (the autotuned bound), it grows by
+///   `min(room, max(2 advmss, 2 len))` and `quick |= 1`: the segment is ACKed at once. The
+///   overhead check (`tcp_win_from_space(truesize) <= len`) is taken as passed, as it is for
+///   full-sized segments once the receiver has measured its scaling ratio.
+/// - `__tcp_ack_snd_check()`: in quick-ACK mode (`quick > 0`) every segment is ACKed at once.
+/// - `tcp_dec_quickack_mode()` (include/net/tcp.h): each ACK sent counts one off `quick`.
+/// - `__tcp_select_window()` (tcp_output.c): with less than half the space free, quick-ACK
+///   mode ends (`quick = 0`); the window offered is at most `rcv_ssthresh`.
+///
+/// This is why Linux ACKs every segment through slow start while its autotuned window grows,
+/// which makes CUBIC's HyStart ACK-train test fire (ACKs closer than 2 ms) where every other
+/// segment's ACK would be too far apart (docs/models/mptcp.md, "Calibration").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinuxAck {
+    /// `icsk_ack.quick`: ACKs still to send at once.
+    pub quick: u32,
+    /// `tp->rcv_ssthresh`, bytes: the largest window the receiver offers now.
+    pub rcv_ssthresh: u64,
+    /// `tp->window_clamp`, bytes: the owner's autotuned bound.
+    pub window_clamp: u64,
+    /// `tp->rcv_wnd`, bytes: the window last offered.
+    pub rcv_wnd: u64,
+    /// `tp->advmss` and `icsk_ack.rcv_mss`, bytes.
+    pub mss: u64,
+    /// `icsk_ack.ato != 0`: a data segment has arrived.
+    started: bool,
+}
+
+impl LinuxAck {
+    /// A receiver offering `window` bytes, its clamp as large (`tcp_select_initial_window()`:
+    /// `rcv_ssthresh = rcv_wnd`).
+    pub fn new(window: u64, mss: u32) -> LinuxAck {
+        LinuxAck {
+            quick: 0,
+            rcv_ssthresh: window,
+            window_clamp: window,
+            rcv_wnd: window,
+            mss: mss as u64,
+            started: false,
+        }
+    }
+
+    /// `tcp_incr_quickack()`.
+    pub fn incr_quickack(&mut self, max_quickacks: u32) {
+        let q = (self.rcv_wnd / (2 * self.mss.max(1))).min(u32::MAX as u64) as u32;
+        let q = if q == 0 { 2 } else { q }.min(max_quickacks);
+        self.quick = self.quick.max(q);
+    }
+
+    /// `tcp_grow_window()` for a segment of `len` payload bytes; true if the window grew.
+    pub fn grow_window(&mut self, len: u64) -> bool {
+        if len < 128 || self.rcv_ssthresh >= self.window_clamp {
+            return false;
+        }
+        let room = self.window_clamp - self.rcv_ssthresh;
+        self.rcv_ssthresh += room.min((2 * self.mss).max(2 * len));
+        self.quick |= 1;
+        true
+    }
+
+    /// An in-order data segment of `len` bytes arrived (`tcp_event_data_recv()`).
+    pub fn on_in_order(&mut self, len: u64) {
+        if !self.started {
+            self.started = true;
+            self.incr_quickack(TCP_MAX_QUICKACKS);
+        }
+        self.grow_window(len);
+    }
+
+    /// `tcp_dec_quickack_mode()`: an ACK was sent.
+    pub fn ack_sent(&mut self) {
+        self.quick = self.quick.saturating_sub(1);
+    }
+
+    /// `__tcp_select_window()`: the window to offer when `free` bytes of the receive space are
+    /// free; with less than half the clamp free, quick-ACK mode ends.
+    pub fn select_window(&mut self, free: u64) -> u64 {
+        if free < self.window_clamp / 2 {
+            self.quick = 0;
+        }
+        let w = free.min(self.rcv_ssthresh);
+        self.rcv_wnd = w;
+        w
+    }
+}
+
 /// What the owner should do after a data segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AckDecision {
@@ -74,6 +176,8 @@ pub struct TcpReceiver {
     pub duplicates: u64,
     /// Wake-up bookkeeping for the owner's timer.
     pub armed: Option<Time>,
+    /// Linux's quick-ACK mode and window growth, where the owner turned them on.
+    linux: Option<LinuxAck>,
 }
 
 impl TcpReceiver {
@@ -92,7 +196,23 @@ impl TcpReceiver {
             segments_received: 0,
             duplicates: 0,
             armed: None,
+            linux: None,
         }
+    }
+
+    /// Turn on Linux's quick-ACK mode and window growth ([`LinuxAck`]).
+    pub fn enable_linux_ack(&mut self, l: LinuxAck) {
+        self.linux = Some(l);
+    }
+
+    /// Linux's quick-ACK and window state, if on.
+    pub fn linux_ack(&mut self) -> Option<&mut LinuxAck> {
+        self.linux.as_mut()
+    }
+
+    /// The same, to read.
+    pub fn linux_ack_state(&self) -> Option<&LinuxAck> {
+        self.linux.as_ref()
     }
 
     pub fn rcv_nxt(&self) -> u64 {
@@ -125,6 +245,9 @@ impl TcpReceiver {
         let seq = p.seq as u64;
         if seq < self.rcv_nxt {
             self.duplicates += 1;
+            if let Some(l) = self.linux.as_mut() {
+                l.incr_quickack(TCP_MAX_QUICKACKS);
+            }
             return self.ack_now();
         }
         let had_ooo = self.ooo_bytes > 0;
@@ -146,7 +269,14 @@ impl TcpReceiver {
                 self.rcv_nxt += 1;
             }
             self.prune_blocks();
-            if had_ooo || !self.cfg.delayed_ack {
+            let quick = match self.linux.as_mut() {
+                Some(l) => {
+                    l.on_in_order(p.len as u64);
+                    l.quick > 0
+                }
+                None => false,
+            };
+            if had_ooo || !self.cfg.delayed_ack || quick {
                 return self.ack_now();
             }
             self.unacked += 1;
@@ -171,6 +301,10 @@ impl TcpReceiver {
         }
         if self.cfg.sack {
             self.report_block(seq);
+            if let Some(l) = self.linux.as_mut() {
+                // `tcp_data_queue_ofo()` grows the window too (with SACK).
+                l.grow_window(p.len as u64);
+            }
         }
         self.ack_now()
     }
@@ -178,6 +312,9 @@ impl TcpReceiver {
     fn ack_now(&mut self) -> AckDecision {
         self.unacked = 0;
         self.delack_deadline = None;
+        if let Some(l) = self.linux.as_mut() {
+            l.ack_sent();
+        }
         AckDecision::Now
     }
 
@@ -377,5 +514,112 @@ mod tests {
             AckDecision::Now
         );
         assert_eq!(r.duplicates, 1);
+    }
+
+    #[test]
+    fn linux_quickack_counts_by_hand() {
+        // tcp_incr_quickack(): rcv_wnd / (2 rcv_mss), at least 2, at most 16, never lowered.
+        let mut l = LinuxAck::new(65_536, 1448);
+        l.incr_quickack(TCP_MAX_QUICKACKS);
+        assert_eq!(l.quick, 16, "65536 / 2896 = 22, capped at 16");
+        let mut l = LinuxAck::new(20_000, 1448);
+        l.incr_quickack(TCP_MAX_QUICKACKS);
+        assert_eq!(l.quick, 6, "20000 / 2896 = 6");
+        l.quick = 10;
+        l.incr_quickack(TCP_MAX_QUICKACKS);
+        assert_eq!(l.quick, 10, "never lowered");
+        let mut l = LinuxAck::new(1_000, 1448);
+        l.incr_quickack(TCP_MAX_QUICKACKS);
+        assert_eq!(l.quick, 2, "a window below two segments still gets 2");
+        // tcp_dec_quickack_mode(): one per ACK, not below zero.
+        l.ack_sent();
+        l.ack_sent();
+        l.ack_sent();
+        assert_eq!(l.quick, 0);
+    }
+
+    #[test]
+    fn linux_window_grows_by_two_segments_and_asks_for_an_ack() {
+        // rcv_ssthresh 64000, clamp 70000, 1448-byte segments: +2896, +2896, +208, then full.
+        let mut l = LinuxAck::new(64_000, 1448);
+        l.window_clamp = 70_000;
+        assert!(l.grow_window(1448));
+        assert_eq!((l.rcv_ssthresh, l.quick), (66_896, 1));
+        assert!(l.grow_window(1448));
+        assert_eq!(l.rcv_ssthresh, 69_792);
+        l.quick = 4;
+        assert!(l.grow_window(1448));
+        assert_eq!(l.rcv_ssthresh, 70_000, "room 208 < 2896");
+        assert_eq!(l.quick, 5, "quick |= 1 sets the low bit");
+        assert!(!l.grow_window(1448), "no room left");
+        assert_eq!(l.quick, 5, "no growth, no quick ACK asked for");
+        // An odd count stays as it is: 5 | 1 = 5.
+        l.window_clamp = 80_000;
+        assert!(l.grow_window(1448));
+        assert_eq!(l.quick, 5);
+        // Segments under 128 bytes never grow it; a larger segment grows it by 2 len.
+        let mut l = LinuxAck::new(10_000, 1000);
+        l.window_clamp = 20_000;
+        assert!(!l.grow_window(127));
+        assert!(l.grow_window(1448));
+        assert_eq!(l.rcv_ssthresh, 12_896, "max(2 x 1000, 2 x 1448)");
+    }
+
+    #[test]
+    fn linux_window_offered_and_quickack_cancelled_below_half_free() {
+        let mut l = LinuxAck::new(40_000, 1000);
+        l.window_clamp = 100_000;
+        l.quick = 3;
+        // 60000 free of a 100000 clamp: offers rcv_ssthresh, keeps quick-ACK mode.
+        assert_eq!(l.select_window(60_000), 40_000);
+        assert_eq!((l.rcv_wnd, l.quick), (40_000, 3));
+        // 49999 free (< 50000): quick-ACK mode ends; 30000 free offers 30000.
+        assert_eq!(l.select_window(49_999), 40_000);
+        assert_eq!(l.quick, 0);
+        assert_eq!(l.select_window(30_000), 30_000);
+    }
+
+    #[test]
+    fn linux_receiver_acks_the_first_16_then_every_segment_while_the_window_grows() {
+        let mut r = rx(true);
+        // 32000-byte window of 1000-byte segments: 16 quick ACKs (32000 / 2000 = 16).
+        r.enable_linux_ack(LinuxAck::new(32_000, 1000));
+        let mut t = 0;
+        let mut next = |r: &mut TcpReceiver, seq: u64| {
+            t += 1;
+            r.on_data(&seg(seq, t), Time::from_ms(t), &mut |_, _, _| {})
+        };
+        for seq in 0..16 {
+            assert_eq!(next(&mut r, seq), AckDecision::Now, "quick ACK {seq}");
+        }
+        assert_eq!(r.linux_ack().unwrap().quick, 0);
+        // Then every second segment, as without the rule.
+        assert!(matches!(next(&mut r, 16), AckDecision::Delayed(_)));
+        assert_eq!(next(&mut r, 17), AckDecision::Now);
+        // The owner's autotuning raises the clamp by 5000: three segments grow the window
+        // (+2000, +2000, +1000), each ACKed at once; then every second one again.
+        r.linux_ack().unwrap().window_clamp = 37_000;
+        for seq in 18..21 {
+            assert_eq!(next(&mut r, seq), AckDecision::Now, "growth ACK {seq}");
+        }
+        assert_eq!(r.linux_ack().unwrap().rcv_ssthresh, 37_000);
+        assert!(matches!(next(&mut r, 21), AckDecision::Delayed(_)));
+        assert_eq!(next(&mut r, 22), AckDecision::Now);
+        // A duplicate re-enters quick-ACK mode (16 more, less the duplicate's own ACK).
+        assert_eq!(next(&mut r, 5), AckDecision::Now);
+        assert_eq!(r.linux_ack().unwrap().quick, 15);
+        for seq in 23..38 {
+            assert_eq!(next(&mut r, seq), AckDecision::Now, "quick ACK {seq}");
+        }
+        assert!(matches!(next(&mut r, 38), AckDecision::Delayed(_)));
+    }
+
+    #[test]
+    fn without_the_linux_rule_the_receiver_acks_every_second_segment_from_the_start() {
+        let mut r = rx(true);
+        for seq in 0..6 {
+            let d = r.on_data(&seg(seq, 0), Time::ZERO, &mut |_, _, _| {});
+            assert_eq!(d == AckDecision::Now, seq % 2 == 1, "segment {seq}: {d:?}");
+        }
     }
 }
