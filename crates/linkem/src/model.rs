@@ -152,6 +152,7 @@ enum Ev {
     // Declaration order is the tie-break order at equal times.
     Step,
     OutageStart,
+    QueueDrop,
     OutageEnd,
     Complete,
     Opportunity,
@@ -173,6 +174,12 @@ pub struct LinkDir<P> {
     next_outage: usize,
     /// End of the outage in progress.
     active_until: Option<Time>,
+    /// Failures not yet reached, sorted: at each, during an outage, the queue is lost and the
+    /// rest of the outage drops.
+    queue_drops: Vec<Time>,
+    next_queue_drop: usize,
+    /// The outage in progress drops (the mode is drop, or a failure dropped the queue).
+    dropping: bool,
     rng: Rng,
     queue: VecDeque<Queued<P>>,
     queue_bytes: u64,
@@ -216,6 +223,9 @@ impl<P> LinkDir<P> {
             outages: Vec::new(),
             next_outage: 0,
             active_until: None,
+            queue_drops: Vec::new(),
+            next_queue_drop: 0,
+            dropping: false,
             rng,
             queue: VecDeque::new(),
             queue_bytes: 0,
@@ -253,6 +263,15 @@ impl<P> LinkDir<P> {
         let pos =
             self.outages[self.next_outage..].partition_point(|o| o.0 <= w.0) + self.next_outage;
         self.outages.insert(pos, w);
+    }
+
+    /// Add a failure at `t`: if the link is in an outage then, what it holds is lost and so is
+    /// what reaches it until the outage ends. One in the past happens now.
+    pub fn add_queue_drop(&mut self, t: Time) {
+        let t = t.max(self.clock);
+        let pos = self.queue_drops[self.next_queue_drop..].partition_point(|&d| d <= t)
+            + self.next_queue_drop;
+        self.queue_drops.insert(pos, t);
     }
 
     pub fn stats(&self) -> DirStats {
@@ -297,7 +316,7 @@ impl<P> LinkDir<P> {
                 }
             }
         }
-        if self.active_until.is_some() && self.mode == OutageMode::Drop {
+        if self.active_until.is_some() && self.dropping {
             self.stats.outage_drops += 1;
             out(Output::Drop {
                 t: now,
@@ -362,6 +381,10 @@ impl<P> LinkDir<P> {
             self.outages.get(self.next_outage).map(|o| o.0),
             Ev::OutageStart,
         );
+        consider(
+            self.queue_drops.get(self.next_queue_drop).copied(),
+            Ev::QueueDrop,
+        );
         consider(self.active_until, Ev::OutageEnd);
         consider(self.head_tx_end, Ev::Complete);
         if self.trace.is_some() && !self.queue.is_empty() && self.active_until.is_none() {
@@ -412,23 +435,21 @@ impl<P> LinkDir<P> {
                         }
                     }
                     OutageMode::Drop => {
-                        self.head_tx_end = None;
-                        self.paused_left = None;
-                        self.head_started = false;
-                        self.queue_bytes = 0;
-                        while let Some(q) = self.queue.pop_front() {
-                            self.stats.outage_drops += 1;
-                            out(Output::Drop {
-                                t,
-                                packet: q.packet,
-                                reason: DropReason::Outage,
-                            });
-                        }
+                        self.dropping = true;
+                        self.flush(t, out);
                     }
+                }
+            }
+            Ev::QueueDrop => {
+                self.next_queue_drop += 1;
+                if self.active_until.is_some() {
+                    self.dropping = true;
+                    self.flush(t, out);
                 }
             }
             Ev::OutageEnd => {
                 self.active_until = None;
+                self.dropping = false;
                 out(Output::OutageEnd { t });
                 if let Some(left) = self.paused_left.take() {
                     self.head_tx_end = Some(t + left);
@@ -467,6 +488,22 @@ impl<P> LinkDir<P> {
                     });
                 }
             }
+        }
+    }
+
+    /// Everything queued is lost (an outage that drops, or a failure).
+    fn flush(&mut self, t: Time, out: &mut impl FnMut(Output<P>)) {
+        self.head_tx_end = None;
+        self.paused_left = None;
+        self.head_started = false;
+        self.queue_bytes = 0;
+        while let Some(q) = self.queue.pop_front() {
+            self.stats.outage_drops += 1;
+            out(Output::Drop {
+                t,
+                packet: q.packet,
+                reason: DropReason::Outage,
+            });
         }
     }
 

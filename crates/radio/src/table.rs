@@ -702,6 +702,7 @@ mod tests {
             from_cell: format!("{carrier}-0"),
             to_cell: format!("{carrier}-1"),
             interruption_ms: 50.0,
+            ..Default::default()
         }
     }
 

@@ -14,11 +14,12 @@
 use crate::a3::{A3Params, A3Tracker};
 use crate::capacity;
 use crate::config::{validate, CapacityModel, CarrierConfig, CarrierModel, TrainConfig};
+use crate::failure::{indication, Degradation, FailureParams, Rlm, RlmEvent, SinrWindow};
 use crate::measured;
 use crate::propagation::{common_field, l3_coefficient, sites, Cell};
 use crate::track::Motion;
-use crate::{CarrierTimeline, HandoverRecord, RadioError, Steps};
-use railpath_core::Time;
+use crate::{CarrierTimeline, HandoverKind, HandoverRecord, RadioError, Steps};
+use railpath_core::{Rng, Time};
 
 /// The timeline of every carrier for a run of `duration` with run seed `seed`. The
 /// configuration is validated first; errors name the key (`carrier[1].enb_spacing_m`).
@@ -35,7 +36,7 @@ pub fn carrier_timelines(
         .enumerate()
         .map(|(i, c)| match c.model {
             CarrierModel::Radio => radio_timeline(c, i, &motion, seed, duration),
-            CarrierModel::Scripted => Ok(scripted_timeline(c, &motion, duration)),
+            CarrierModel::Scripted => Ok(scripted_timeline(c, &motion, seed, duration)),
             CarrierModel::Csv | CarrierModel::Mahimahi => measured::timeline(c, i, duration),
         })
         .collect()
@@ -47,6 +48,41 @@ fn rate_changed(c: &CarrierConfig, last: u64, new: u64) -> bool {
     let diff = (new as f64 - last as f64).abs();
     diff > 0.0 && diff >= (c.rate_step_fraction * last as f64).min(c.rate_step_mbps * 1e6)
 }
+
+/// Where a carrier's link is in its handover procedure.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    /// Served by a cell.
+    Connected,
+    /// The A3 report went out (at position `onset_m`); the command reaches the UE at
+    /// `command_at` if the source cell still carries it (failure model only).
+    Preparing {
+        target: usize,
+        command_at: Time,
+        onset_m: f64,
+    },
+    /// Executing a handover (the link in outage) since `since`: the target is reached at
+    /// `done_at`, or later while T304 runs (until `t304_end`), if its quality allows random
+    /// access. `record` is the handover's entry in the log.
+    Executing {
+        target: usize,
+        since: Time,
+        done_at: Time,
+        t304_end: Time,
+        record: usize,
+    },
+    /// Re-establishing after a failure (the link in outage, its queue lost) until `until`.
+    Reestablishing {
+        since: Time,
+        until: Time,
+        record: usize,
+    },
+}
+
+/// The degradation steps are emitted when the extra delay moves by this much...
+const DEGRADATION_DELAY_STEP: Time = Time::from_ms(1);
+/// ... or the extra loss by this much.
+const DEGRADATION_LOSS_STEP: f64 = 0.001;
 
 fn radio_timeline(
     c: &CarrierConfig,
@@ -66,6 +102,8 @@ fn radio_timeline(
     if cells.is_empty() {
         let key = if c.sites_m.is_some() {
             "sites_m"
+        } else if c.site_segments.is_some() {
+            "site_segments"
         } else {
             "first_enb_m"
         };
@@ -87,16 +125,29 @@ fn radio_timeline(
     let peak = c.rate_mbps.unwrap_or(0.0) * 1e6;
     let min_rate = c.min_rate_mbps * 1e6;
     let interruption = Time::from_ms_f64(c.interruption_ms);
+    let fail: Option<FailureParams> = c.failures.map(|f| f.params(motion.sample_period()));
+    let deg: Option<Degradation> = c.degradation.map(|d| d.model());
+    // The draws of handover execution and re-establishment times, in the order they happen.
+    let mut rng = Rng::stream(seed, &format!("radio:{}:events", c.id));
 
     let mut filt: Vec<Option<f64>> = vec![None; cells.len()];
+    // The samples themselves (for radio link monitoring, which is not layer-3 filtered).
+    let mut raw: Vec<f64> = vec![f64::NEG_INFINITY; cells.len()];
     let mut tracker = A3Tracker::default();
     let mut serving: Option<usize> = None;
-    // (end of interruption, target cell)
-    let mut pending: Option<(Time, usize)> = None;
+    let mut phase = Phase::Connected;
+    let mut rlm = Rlm::default();
+    let mut window = SinrWindow::default();
+    // Since when the serving cell's window has filled (no indication before), and where T310
+    // started, and whether a handover failed to complete (its command was lost).
+    let mut window_since = Time::ZERO;
+    let mut t310_onset_m: Option<f64> = None;
+    let mut command_lost: Option<f64> = None;
     let mut last_rate: Option<u64> = None;
     let mut weak: Option<bool> = None;
+    let mut last_extra: Option<(Time, f64)> = None;
     let mut steps = Steps::default();
-    let mut handovers = Vec::new();
+    let mut handovers: Vec<HandoverRecord> = Vec::new();
     let mut neigh: Vec<(usize, f64)> = Vec::new();
     let mut interf: Vec<f64> = Vec::new();
 
@@ -117,21 +168,133 @@ fn radio_timeline(
         let outside = serving.filter(|&s| s < w_lo || s >= w_hi);
         for j in (w_lo..w_hi).chain(outside) {
             let m = cells[j].rsrp_dbm(c, &common, x);
+            raw[j] = m;
             filt[j] = Some(match filt[j] {
                 None => m,
                 Some(f) => (1.0 - a) * f + a * m,
             });
         }
-        if let Some((end, target)) = pending {
-            if t >= end {
-                steps.at(t).outage = Some(false);
-                serving = Some(target);
-                tracker.reset();
-                pending = None;
+        // The wideband SINR of cell `j` from this sample's measurements (failure model only).
+        let raw_sinr = |j: usize, interf: &mut Vec<f64>| {
+            interf.clear();
+            interf.extend(
+                (w_lo..w_hi)
+                    .chain(outside)
+                    .filter(|&k| k != j)
+                    .map(|k| raw[k]),
+            );
+            capacity::sinr_db(raw[j], interf, c.interference_load, c.noise_dbm)
+        };
+        match phase {
+            Phase::Executing {
+                target,
+                since,
+                done_at,
+                t304_end,
+                record,
+            } => {
+                if t < done_at {
+                    continue;
+                }
+                // Random access needs the target's quality at least Qout (always, without
+                // the failure model).
+                let reached = fail.is_none_or(|p| raw_sinr(target, &mut interf) >= p.q_out_db);
+                if reached {
+                    steps.at(t).outage = Some(false);
+                    serving = Some(target);
+                    tracker.reset();
+                    rlm.reset();
+                    window.clear();
+                    window_since = t;
+                    if fail.is_some() {
+                        let h = &mut handovers[record];
+                        h.interruption_ms = (t - since).ms_f64();
+                        h.end_position_m = Some(x);
+                    }
+                    phase = Phase::Connected;
+                } else if t >= t304_end {
+                    // T304 expired: a handover failure. What the source forwarded is lost, and
+                    // the UE re-establishes.
+                    let p = fail.expect("only with the failure model");
+                    steps.at(t).drop_queue = true;
+                    handovers[record].kind = Some(HandoverKind::Failure);
+                    phase = Phase::Reestablishing {
+                        since,
+                        until: t + p.reestablish.draw(&mut rng),
+                        record,
+                    };
+                    continue;
+                } else {
+                    continue;
+                }
             }
-        }
-        if pending.is_some() {
-            continue;
+            Phase::Reestablishing {
+                since,
+                until,
+                record,
+            } => {
+                if t < until {
+                    continue;
+                }
+                // The UE selects the strongest cell and re-establishes there.
+                let best = (w_lo..w_hi)
+                    .filter_map(|j| filt[j].map(|f| (j, f)))
+                    .max_by(|p, q| p.1.total_cmp(&q.1).then(q.0.cmp(&p.0)));
+                let Some((j, _)) = best else { continue };
+                steps.at(t).outage = Some(false);
+                serving = Some(j);
+                tracker.reset();
+                rlm.reset();
+                window.clear();
+                window_since = t;
+                let h = &mut handovers[record];
+                h.to_cell = cells[j].site.name.clone();
+                h.interruption_ms = (t - since).ms_f64();
+                h.end_position_m = Some(x);
+                phase = Phase::Connected;
+            }
+            Phase::Preparing {
+                target,
+                command_at,
+                onset_m,
+            } if t >= command_at => {
+                let p = fail.expect("only with the failure model");
+                if window.mean_db(t, p.eval_out) < p.q_out_db {
+                    // The source no longer carries the command: the UE stays on it until T310
+                    // expires (or the signal comes back and A3 reports again).
+                    command_lost = Some(onset_m);
+                    tracker.reset();
+                    phase = Phase::Connected;
+                } else {
+                    // Triggering the handover stops T310 (TS 36.331 §7.3).
+                    rlm.reset();
+                    t310_onset_m = None;
+                    command_lost = None;
+                    let s = serving.expect("preparing from a serving cell");
+                    let exec = c.interruption.map_or(interruption, |d| d.draw(&mut rng));
+                    handovers.push(HandoverRecord {
+                        t_s: t.secs_f64(),
+                        position_m: x,
+                        carrier: c.id.clone(),
+                        from_cell: cells[s].site.name.clone(),
+                        to_cell: cells[target].site.name.clone(),
+                        interruption_ms: exec.ms_f64(),
+                        kind: Some(HandoverKind::Success),
+                        onset_position_m: Some(onset_m),
+                        end_position_m: None,
+                    });
+                    steps.at(t).outage = Some(true);
+                    phase = Phase::Executing {
+                        target,
+                        since: t,
+                        done_at: t + exec,
+                        t304_end: t + p.t304,
+                        record: handovers.len() - 1,
+                    };
+                    continue;
+                }
+            }
+            Phase::Preparing { .. } | Phase::Connected => {}
         }
         let s = match serving {
             Some(s) => s,
@@ -142,32 +305,113 @@ fn radio_timeline(
                     .max_by(|p, q| p.1.total_cmp(&q.1).then(q.0.cmp(&p.0)));
                 let Some((j, _)) = best else { continue };
                 serving = Some(j);
+                window_since = t;
                 j
             }
         };
-        let mp = filt[s].unwrap_or(f64::NEG_INFINITY);
-        neigh.clear();
-        neigh.extend(
-            (w_lo..w_hi)
-                .filter(|&j| j != s)
-                .filter_map(|j| filt[j].map(|f| (j, f))),
-        );
-        if let Some(target) = tracker.update(&params, t, mp, &neigh) {
-            handovers.push(HandoverRecord {
-                t_s: t.secs_f64(),
-                position_m: x,
-                carrier: c.id.clone(),
-                from_cell: cells[s].site.name.clone(),
-                to_cell: cells[target].site.name.clone(),
-                interruption_ms: c.interruption_ms,
-            });
-            if interruption > Time::ZERO {
-                steps.at(t).outage = Some(true);
-                pending = Some((t + interruption, target));
-                continue;
+        if let Some(p) = &fail {
+            // Radio link monitoring on the serving cell (TS 36.133 §7.6): an indication once
+            // each window has filled since the cell began serving.
+            let sinr = raw_sinr(s, &mut interf);
+            window.push(t, sinr, p.eval_out);
+            let age = t - window_since + motion.sample_period();
+            let q200 = if age >= p.eval_out {
+                window.mean_db(t, p.eval_out)
+            } else {
+                f64::INFINITY
+            };
+            let q100 = if age >= p.eval_in {
+                window.mean_db(t, p.eval_in)
+            } else {
+                f64::NEG_INFINITY
+            };
+            match rlm.update(p, t, indication(p, q200, q100)) {
+                Some(RlmEvent::T310Started) => t310_onset_m = Some(x),
+                Some(RlmEvent::T310Stopped) => t310_onset_m = None,
+                Some(RlmEvent::Rlf) => {
+                    // Radio link failure: the link is out and what it holds is lost until
+                    // re-establishment ends. A handover under way (its report sent, or its
+                    // command lost) failed with it.
+                    let preparing = match phase {
+                        Phase::Preparing { onset_m, .. } => Some(onset_m),
+                        _ => None,
+                    };
+                    let failed_ho = preparing.or(command_lost);
+                    handovers.push(HandoverRecord {
+                        t_s: t.secs_f64(),
+                        position_m: x,
+                        carrier: c.id.clone(),
+                        from_cell: cells[s].site.name.clone(),
+                        to_cell: String::new(),
+                        interruption_ms: 0.0,
+                        kind: Some(if failed_ho.is_some() {
+                            HandoverKind::Failure
+                        } else {
+                            HandoverKind::Rlf
+                        }),
+                        onset_position_m: Some(failed_ho.or(t310_onset_m).unwrap_or(x).min(x)),
+                        end_position_m: None,
+                    });
+                    let st = steps.at(t);
+                    st.outage = Some(true);
+                    st.drop_queue = true;
+                    phase = Phase::Reestablishing {
+                        since: t,
+                        until: t + p.reestablish.draw(&mut rng),
+                        record: handovers.len() - 1,
+                    };
+                    t310_onset_m = None;
+                    command_lost = None;
+                    continue;
+                }
+                None => {}
             }
-            serving = Some(target);
-            tracker.reset();
+        }
+        let mp = filt[s].unwrap_or(f64::NEG_INFINITY);
+        if phase == Phase::Connected {
+            neigh.clear();
+            neigh.extend(
+                (w_lo..w_hi)
+                    .filter(|&j| j != s)
+                    .filter_map(|j| filt[j].map(|f| (j, f))),
+            );
+            if let Some(target) = tracker.update(&params, t, mp, &neigh) {
+                if let Some(p) = &fail {
+                    // The report goes out; the command follows `prep` later.
+                    phase = Phase::Preparing {
+                        target,
+                        command_at: t + p.prep,
+                        onset_m: x,
+                    };
+                } else {
+                    let exec = c.interruption.map_or(interruption, |d| d.draw(&mut rng));
+                    handovers.push(HandoverRecord {
+                        t_s: t.secs_f64(),
+                        position_m: x,
+                        carrier: c.id.clone(),
+                        from_cell: cells[s].site.name.clone(),
+                        to_cell: cells[target].site.name.clone(),
+                        interruption_ms: match c.interruption {
+                            Some(_) => exec.ms_f64(),
+                            None => c.interruption_ms,
+                        },
+                        ..Default::default()
+                    });
+                    if exec > Time::ZERO {
+                        steps.at(t).outage = Some(true);
+                        phase = Phase::Executing {
+                            target,
+                            since: t,
+                            done_at: t + exec,
+                            t304_end: Time::MAX,
+                            record: handovers.len() - 1,
+                        };
+                        continue;
+                    }
+                    serving = Some(target);
+                    tracker.reset();
+                }
+            }
         }
         let s = serving.unwrap_or(s);
         let mp = filt[s].unwrap_or(f64::NEG_INFINITY);
@@ -183,15 +427,43 @@ fn radio_timeline(
             last_rate = Some(rate);
         }
         let is_weak = mp < c.low_rsrp_dbm;
-        if weak != Some(is_weak) {
-            let st = steps.at(t);
-            st.extra_delay = Some(if is_weak {
-                Time::from_ms_f64(c.low_rsrp_extra_delay_ms)
-            } else {
-                Time::ZERO
-            });
-            st.extra_loss = Some(if is_weak { c.low_rsrp_loss } else { 0.0 });
-            weak = Some(is_weak);
+        match &deg {
+            None => {
+                if weak != Some(is_weak) {
+                    let st = steps.at(t);
+                    st.extra_delay = Some(if is_weak {
+                        Time::from_ms_f64(c.low_rsrp_extra_delay_ms)
+                    } else {
+                        Time::ZERO
+                    });
+                    st.extra_loss = Some(if is_weak { c.low_rsrp_loss } else { 0.0 });
+                    weak = Some(is_weak);
+                }
+            }
+            Some(d) => {
+                // HARQ/RLC at this SINR, on top of the weak-signal rule.
+                let (delay, loss) = d.effect(sinr);
+                let (wd, wl) = if is_weak {
+                    (
+                        Time::from_ms_f64(c.low_rsrp_extra_delay_ms),
+                        c.low_rsrp_loss,
+                    )
+                } else {
+                    (Time::ZERO, 0.0)
+                };
+                let extra = (delay + wd, (1.0 - (1.0 - loss) * (1.0 - wl)).min(0.999_999));
+                let moved = last_extra.is_none_or(|(d0, l0)| {
+                    d0.ns().abs_diff(extra.0.ns()) >= DEGRADATION_DELAY_STEP.ns()
+                        || (l0 - extra.1).abs() >= DEGRADATION_LOSS_STEP
+                        || (l0 > 0.0) != (extra.1 > 0.0)
+                });
+                if moved {
+                    let st = steps.at(t);
+                    st.extra_delay = Some(extra.0);
+                    st.extra_loss = Some(extra.1);
+                    last_extra = Some(extra);
+                }
+            }
         }
     }
     Ok(CarrierTimeline {
@@ -201,13 +473,19 @@ fn radio_timeline(
     })
 }
 
-fn scripted_timeline(c: &CarrierConfig, motion: &Motion, duration: Time) -> CarrierTimeline {
+fn scripted_timeline(
+    c: &CarrierConfig,
+    motion: &Motion,
+    seed: u64,
+    duration: Time,
+) -> CarrierTimeline {
     let interval = Time::from_secs_f64(c.handover_interval_s.unwrap_or(f64::INFINITY));
     let offset = c
         .handover_offset_s
         .map(Time::from_secs_f64)
         .unwrap_or(interval);
     let interruption = Time::from_ms_f64(c.interruption_ms);
+    let mut rng = Rng::stream(seed, &format!("radio:{}:events", c.id));
     let mut steps = Steps::default();
     let first = steps.at(Time::ZERO);
     first.rate_bps = Some((c.rate_mbps.unwrap_or(0.0) * 1e6).round() as u64);
@@ -220,18 +498,23 @@ fn scripted_timeline(c: &CarrierConfig, motion: &Motion, duration: Time) -> Carr
         if t >= duration || interval == Time::ZERO {
             break;
         }
+        let exec = c.interruption.map_or(interruption, |d| d.draw(&mut rng));
         handovers.push(HandoverRecord {
             t_s: t.secs_f64(),
             position_m: motion.position_at(t),
             carrier: c.id.clone(),
             from_cell: format!("{}-{}", c.id, k + 1),
             to_cell: format!("{}-{}", c.id, k + 2),
-            interruption_ms: c.interruption_ms,
+            interruption_ms: match c.interruption {
+                Some(_) => exec.ms_f64(),
+                None => c.interruption_ms,
+            },
+            ..Default::default()
         });
-        if interruption > Time::ZERO {
+        if exec > Time::ZERO {
             steps.at(t).outage = Some(true);
             // A following handover cannot start before this one ends.
-            steps.at((t + interruption).min(t + interval)).outage = Some(false);
+            steps.at((t + exec).min(t + interval)).outage = Some(false);
         }
         k += 1;
     }

@@ -112,6 +112,9 @@ pub struct LinkDir {
     /// Power accounting of a bond member's data direction (awake and asleep time).
     pub awake: Option<crate::power::AwakeClock>,
     pub outage_mode: OutageMode,
+    /// Whether the outage in progress loses what the link holds and receives (the link's
+    /// `outage_mode` is drop, or a failure dropped its queue: [`LinkDir::drop_queue`]).
+    outage_drops: bool,
     /// Nesting count of outages in force.
     pub down: u32,
     /// End of the current outage (for re-arming held pipe arrivals).
@@ -164,6 +167,7 @@ impl LinkDir {
             head_lost: false,
             awake: None,
             outage_mode: OutageMode::Hold,
+            outage_drops: false,
             down: 0,
             down_until: Time::ZERO,
             packets: VecDeque::with_capacity(
@@ -199,7 +203,7 @@ impl LinkDir {
     pub fn enqueue(&mut self, mut p: Packet, now: Time) -> Wake {
         if self.down > 0 {
             self.log_outage_arrival(now);
-            if self.outage_mode == OutageMode::Drop {
+            if self.outage_drops {
                 self.stats.drops_outage += 1;
                 return Wake::None;
             }
@@ -368,8 +372,8 @@ impl LinkDir {
                 return Err(at);
             }
             if self.down > 0 {
-                match self.outage_mode {
-                    OutageMode::Hold => {
+                match self.outage_drops {
+                    false => {
                         // Held until the outage ends. When its end is due now (or was missed),
                         // arming at `now` would fire this same event again and again at one
                         // instant: leave the event unarmed, `outage_end` re-arms it.
@@ -380,7 +384,7 @@ impl LinkDir {
                         self.arrival_armed = Some(self.down_until);
                         return Err(self.down_until);
                     }
-                    OutageMode::Drop => {
+                    true => {
                         self.packets.pop_front();
                         self.in_pipe -= 1;
                         self.stats.drops_outage += 1;
@@ -416,24 +420,39 @@ impl LinkDir {
         self.down += 1;
         self.down_until = self.down_until.max(until);
         if self.outage_mode == OutageMode::Drop {
-            // Everything waiting is lost; a packet being serialised finishes (it is on the air).
-            let keep = if self.busy && self.trace.is_none() {
-                1
-            } else {
-                0
-            };
-            while self.queue_len() > keep {
-                let (_, p) = self.packets.pop_back().expect("len > keep");
-                self.queued_bytes -= p.size as u64;
-                self.stats.drops_outage += 1;
-            }
-            if let Some(tr) = &mut self.trace {
-                tr.head_done = 0;
-            }
-            if self.queue_len() == 0 {
-                if let Some(a) = &mut self.awake {
-                    a.idle(now);
-                }
+            self.outage_drops = true;
+            self.flush(now);
+        }
+    }
+
+    /// A failure during the outage in progress: what the link holds is lost, and so is what
+    /// reaches it until the outage ends, whatever its outage mode (nothing is forwarded).
+    pub fn drop_queue(&mut self, now: Time) {
+        if self.down == 0 {
+            return;
+        }
+        self.outage_drops = true;
+        self.flush(now);
+    }
+
+    /// Everything waiting is lost; a packet being serialised finishes (it is on the air).
+    fn flush(&mut self, now: Time) {
+        let keep = if self.busy && self.trace.is_none() {
+            1
+        } else {
+            0
+        };
+        while self.queue_len() > keep {
+            let (_, p) = self.packets.pop_back().expect("len > keep");
+            self.queued_bytes -= p.size as u64;
+            self.stats.drops_outage += 1;
+        }
+        if let Some(tr) = &mut self.trace {
+            tr.head_done = 0;
+        }
+        if self.queue_len() == 0 {
+            if let Some(a) = &mut self.awake {
+                a.idle(now);
             }
         }
     }
@@ -444,6 +463,7 @@ impl LinkDir {
         if self.down > 0 {
             return (Wake::None, None);
         }
+        self.outage_drops = false;
         let mut arm = None;
         if self.arrival_armed.is_none() {
             arm = (self.in_pipe > 0).then(|| self.packets[0].0.max(now));
