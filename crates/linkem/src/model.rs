@@ -721,6 +721,43 @@ mod tests {
     }
 
     #[test]
+    fn a_queue_drop_in_a_hold_outage_flushes_and_refuses_until_its_end() {
+        // Hold mode, outage 0.5..10.5 ms, a failure at 1 ms: packets 1 (paused in service) and 2
+        // (queued) are lost, 3 (5 ms) is refused, 4 (20 ms) is carried: 1 ms on the wire.
+        let mut l = LinkDir::new(cfg(12, 0, Buffer::Packets(10)), Rng::from_seed(1));
+        l.add_outage(Time::from_us(500), Time::from_ms(10));
+        l.add_queue_drop(Time::from_ms(1));
+        let v = drive(
+            &mut l,
+            &[
+                (Time::ZERO, 1500, 1),
+                (Time::ZERO, 1500, 2),
+                (Time::from_ms(5), 1500, 3),
+                (Time::from_ms(20), 1500, 4),
+            ],
+            Time::from_secs(1),
+        );
+        assert_eq!(deliveries(&v), vec![(21_000_000, 4)]);
+        assert_eq!(l.stats().outage_drops, 3);
+        // Without the failure the same outage holds them all.
+        let mut l = LinkDir::new(cfg(12, 0, Buffer::Packets(10)), Rng::from_seed(1));
+        l.add_outage(Time::from_us(500), Time::from_ms(10));
+        let v = drive(
+            &mut l,
+            &[
+                (Time::ZERO, 1500, 1),
+                (Time::ZERO, 1500, 2),
+                (Time::from_ms(5), 1500, 3),
+            ],
+            Time::from_secs(1),
+        );
+        assert_eq!(
+            deliveries(&v),
+            vec![(11_000_000, 1), (12_000_000, 2), (13_000_000, 3)]
+        );
+    }
+
+    #[test]
     fn merged_overlapping_outages() {
         let mut l = LinkDir::new(cfg(12, 0, Buffer::Packets(10)), Rng::from_seed(1));
         l.add_outage(Time::from_ms(1), Time::from_ms(4)); // 1..5

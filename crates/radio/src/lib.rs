@@ -28,6 +28,7 @@ pub mod config;
 pub mod failure;
 pub mod measured;
 pub mod phad;
+pub mod procedure;
 pub mod propagation;
 pub mod size;
 pub mod table;

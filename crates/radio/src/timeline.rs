@@ -14,8 +14,9 @@
 use crate::a3::{A3Params, A3Tracker};
 use crate::capacity;
 use crate::config::{validate, CapacityModel, CarrierConfig, CarrierModel, TrainConfig};
-use crate::failure::{indication, Degradation, FailureParams, Rlm, RlmEvent, SinrWindow};
+use crate::failure::{Degradation, FailureParams};
 use crate::measured;
+use crate::procedure::{Event, Flow, Procedure};
 use crate::propagation::{common_field, l3_coefficient, sites, Cell};
 use crate::track::Motion;
 use crate::{CarrierTimeline, HandoverKind, HandoverRecord, RadioError, Steps};
@@ -47,36 +48,6 @@ pub fn carrier_timelines(
 fn rate_changed(c: &CarrierConfig, last: u64, new: u64) -> bool {
     let diff = (new as f64 - last as f64).abs();
     diff > 0.0 && diff >= (c.rate_step_fraction * last as f64).min(c.rate_step_mbps * 1e6)
-}
-
-/// Where a carrier's link is in its handover procedure.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Phase {
-    /// Served by a cell.
-    Connected,
-    /// The A3 report went out (at position `onset_m`); the command reaches the UE at
-    /// `command_at` if the source cell still carries it (failure model only).
-    Preparing {
-        target: usize,
-        command_at: Time,
-        onset_m: f64,
-    },
-    /// Executing a handover (the link in outage) since `since`: the target is reached at
-    /// `done_at`, or later while T304 runs (until `t304_end`), if its quality allows random
-    /// access. `record` is the handover's entry in the log.
-    Executing {
-        target: usize,
-        since: Time,
-        done_at: Time,
-        t304_end: Time,
-        record: usize,
-    },
-    /// Re-establishing after a failure (the link in outage, its queue lost) until `until`.
-    Reestablishing {
-        since: Time,
-        until: Time,
-        record: usize,
-    },
 }
 
 /// The degradation steps are emitted when the extra delay moves by this much...
@@ -124,9 +95,14 @@ fn radio_timeline(
     let a = l3_coefficient(c.l3_filter_k, motion.sample_period().ms_f64());
     let peak = c.rate_mbps.unwrap_or(0.0) * 1e6;
     let min_rate = c.min_rate_mbps * 1e6;
-    let interruption = Time::from_ms_f64(c.interruption_ms);
     let fail: Option<FailureParams> = c.failures.map(|f| f.params(motion.sample_period()));
     let deg: Option<Degradation> = c.degradation.map(|d| d.model());
+    let mut proc = Procedure::new(
+        fail,
+        c.interruption,
+        Time::from_ms_f64(c.interruption_ms),
+        motion.sample_period(),
+    );
     // The draws of handover execution and re-establishment times, in the order they happen.
     let mut rng = Rng::stream(seed, &format!("radio:{}:events", c.id));
 
@@ -135,19 +111,13 @@ fn radio_timeline(
     let mut raw: Vec<f64> = vec![f64::NEG_INFINITY; cells.len()];
     let mut tracker = A3Tracker::default();
     let mut serving: Option<usize> = None;
-    let mut phase = Phase::Connected;
-    let mut rlm = Rlm::default();
-    let mut window = SinrWindow::default();
-    // Since when the serving cell's window has filled (no indication before), and where T310
-    // started, and whether a handover failed to complete (its command was lost).
-    let mut window_since = Time::ZERO;
-    let mut t310_onset_m: Option<f64> = None;
-    let mut command_lost: Option<f64> = None;
     let mut last_rate: Option<u64> = None;
     let mut weak: Option<bool> = None;
     let mut last_extra: Option<(Time, f64)> = None;
     let mut steps = Steps::default();
     let mut handovers: Vec<HandoverRecord> = Vec::new();
+    // The log entry of the outage in progress (a handover's, or a failure's).
+    let mut open: Option<usize> = None;
     let mut neigh: Vec<(usize, f64)> = Vec::new();
     let mut interf: Vec<f64> = Vec::new();
 
@@ -185,190 +155,102 @@ fn radio_timeline(
             );
             capacity::sinr_db(raw[j], interf, c.interference_load, c.noise_dbm)
         };
-        match phase {
-            Phase::Executing {
-                target,
+        // The strongest cell in range by filtered RSRP (attach and re-establishment).
+        let strongest = || {
+            (w_lo..w_hi)
+                .filter_map(|j| filt[j].map(|f| (j, f)))
+                .max_by(|p, q| p.1.total_cmp(&q.1).then(q.0.cmp(&p.0)))
+                .map(|(j, _)| j)
+        };
+        let (flow, ev) = proc.begin(
+            t,
+            &mut |j| raw_sinr(j, &mut interf),
+            &mut || strongest(),
+            &mut rng,
+        );
+        match ev {
+            Some(Event::Back {
+                cell,
                 since,
-                done_at,
-                t304_end,
-                record,
-            } => {
-                if t < done_at {
-                    continue;
-                }
-                // Random access needs the target's quality at least Qout (always, without
-                // the failure model).
-                let reached = fail.is_none_or(|p| raw_sinr(target, &mut interf) >= p.q_out_db);
-                if reached {
-                    steps.at(t).outage = Some(false);
-                    serving = Some(target);
-                    tracker.reset();
-                    rlm.reset();
-                    window.clear();
-                    window_since = t;
-                    if fail.is_some() {
-                        let h = &mut handovers[record];
-                        h.interruption_ms = (t - since).ms_f64();
-                        h.end_position_m = Some(x);
-                    }
-                    phase = Phase::Connected;
-                } else if t >= t304_end {
-                    // T304 expired: a handover failure. What the source forwarded is lost, and
-                    // the UE re-establishes.
-                    let p = fail.expect("only with the failure model");
-                    steps.at(t).drop_queue = true;
-                    handovers[record].kind = Some(HandoverKind::Failure);
-                    phase = Phase::Reestablishing {
-                        since,
-                        until: t + p.reestablish.draw(&mut rng),
-                        record,
-                    };
-                    continue;
-                } else {
-                    continue;
-                }
-            }
-            Phase::Reestablishing {
-                since,
-                until,
-                record,
-            } => {
-                if t < until {
-                    continue;
-                }
-                // The UE selects the strongest cell and re-establishes there.
-                let best = (w_lo..w_hi)
-                    .filter_map(|j| filt[j].map(|f| (j, f)))
-                    .max_by(|p, q| p.1.total_cmp(&q.1).then(q.0.cmp(&p.0)));
-                let Some((j, _)) = best else { continue };
+                after_failure,
+            }) => {
                 steps.at(t).outage = Some(false);
-                serving = Some(j);
+                serving = Some(cell);
                 tracker.reset();
-                rlm.reset();
-                window.clear();
-                window_since = t;
-                let h = &mut handovers[record];
-                h.to_cell = cells[j].site.name.clone();
-                h.interruption_ms = (t - since).ms_f64();
-                h.end_position_m = Some(x);
-                phase = Phase::Connected;
-            }
-            Phase::Preparing {
-                target,
-                command_at,
-                onset_m,
-            } if t >= command_at => {
-                let p = fail.expect("only with the failure model");
-                if window.mean_db(t, p.eval_out) < p.q_out_db {
-                    // The source no longer carries the command: the UE stays on it until T310
-                    // expires (or the signal comes back and A3 reports again).
-                    command_lost = Some(onset_m);
-                    tracker.reset();
-                    phase = Phase::Connected;
-                } else {
-                    // Triggering the handover stops T310 (TS 36.331 §7.3).
-                    rlm.reset();
-                    t310_onset_m = None;
-                    command_lost = None;
-                    let s = serving.expect("preparing from a serving cell");
-                    let exec = c.interruption.map_or(interruption, |d| d.draw(&mut rng));
-                    handovers.push(HandoverRecord {
-                        t_s: t.secs_f64(),
-                        position_m: x,
-                        carrier: c.id.clone(),
-                        from_cell: cells[s].site.name.clone(),
-                        to_cell: cells[target].site.name.clone(),
-                        interruption_ms: exec.ms_f64(),
-                        kind: Some(HandoverKind::Success),
-                        onset_position_m: Some(onset_m),
-                        end_position_m: None,
-                    });
-                    steps.at(t).outage = Some(true);
-                    phase = Phase::Executing {
-                        target,
-                        since: t,
-                        done_at: t + exec,
-                        t304_end: t + p.t304,
-                        record: handovers.len() - 1,
-                    };
-                    continue;
+                if fail.is_some() {
+                    let h = &mut handovers[open.take().expect("an outage in progress")];
+                    if after_failure {
+                        h.to_cell = cells[cell].site.name.clone();
+                    }
+                    h.interruption_ms = (t - since).ms_f64();
+                    h.end_position_m = Some(x);
                 }
             }
-            Phase::Preparing { .. } | Phase::Connected => {}
+            Some(Event::Failed { kind, .. }) => {
+                // A handover ran out of T304: what the source forwarded is lost.
+                steps.at(t).drop_queue = true;
+                handovers[open.expect("the handover in execution")].kind = Some(kind);
+            }
+            Some(Event::Started {
+                target,
+                exec,
+                onset_m,
+            }) => {
+                let s = serving.expect("a handover from a serving cell");
+                handovers.push(HandoverRecord {
+                    t_s: t.secs_f64(),
+                    position_m: x,
+                    carrier: c.id.clone(),
+                    from_cell: cells[s].site.name.clone(),
+                    to_cell: cells[target].site.name.clone(),
+                    interruption_ms: exec.ms_f64(),
+                    kind: Some(HandoverKind::Success),
+                    onset_position_m: onset_m,
+                    end_position_m: None,
+                });
+                open = Some(handovers.len() - 1);
+                steps.at(t).outage = Some(true);
+            }
+            Some(Event::Switched { .. }) | None => {}
+        }
+        if flow == Flow::Out {
+            continue;
         }
         let s = match serving {
             Some(s) => s,
             None => {
                 // Initial attach to the strongest cell (no handover).
-                let best = (w_lo..w_hi)
-                    .filter_map(|j| filt[j].map(|f| (j, f)))
-                    .max_by(|p, q| p.1.total_cmp(&q.1).then(q.0.cmp(&p.0)));
-                let Some((j, _)) = best else { continue };
+                let Some(j) = strongest() else { continue };
                 serving = Some(j);
-                window_since = t;
+                proc.attach(t);
                 j
             }
         };
-        if let Some(p) = &fail {
-            // Radio link monitoring on the serving cell (TS 36.133 §7.6): an indication once
-            // each window has filled since the cell began serving.
+        if fail.is_some() {
+            // Radio link monitoring on the serving cell.
             let sinr = raw_sinr(s, &mut interf);
-            window.push(t, sinr, p.eval_out);
-            let age = t - window_since + motion.sample_period();
-            let q200 = if age >= p.eval_out {
-                window.mean_db(t, p.eval_out)
-            } else {
-                f64::INFINITY
-            };
-            let q100 = if age >= p.eval_in {
-                window.mean_db(t, p.eval_in)
-            } else {
-                f64::NEG_INFINITY
-            };
-            match rlm.update(p, t, indication(p, q200, q100)) {
-                Some(RlmEvent::T310Started) => t310_onset_m = Some(x),
-                Some(RlmEvent::T310Stopped) => t310_onset_m = None,
-                Some(RlmEvent::Rlf) => {
-                    // Radio link failure: the link is out and what it holds is lost until
-                    // re-establishment ends. A handover under way (its report sent, or its
-                    // command lost) failed with it.
-                    let preparing = match phase {
-                        Phase::Preparing { onset_m, .. } => Some(onset_m),
-                        _ => None,
-                    };
-                    let failed_ho = preparing.or(command_lost);
-                    handovers.push(HandoverRecord {
-                        t_s: t.secs_f64(),
-                        position_m: x,
-                        carrier: c.id.clone(),
-                        from_cell: cells[s].site.name.clone(),
-                        to_cell: String::new(),
-                        interruption_ms: 0.0,
-                        kind: Some(if failed_ho.is_some() {
-                            HandoverKind::Failure
-                        } else {
-                            HandoverKind::Rlf
-                        }),
-                        onset_position_m: Some(failed_ho.or(t310_onset_m).unwrap_or(x).min(x)),
-                        end_position_m: None,
-                    });
-                    let st = steps.at(t);
-                    st.outage = Some(true);
-                    st.drop_queue = true;
-                    phase = Phase::Reestablishing {
-                        since: t,
-                        until: t + p.reestablish.draw(&mut rng),
-                        record: handovers.len() - 1,
-                    };
-                    t310_onset_m = None;
-                    command_lost = None;
-                    continue;
-                }
-                None => {}
+            if let Some(Event::Failed { kind, onset_m, .. }) = proc.monitor(t, x, sinr, &mut rng) {
+                // The link is out and what it holds is lost until re-establishment ends.
+                handovers.push(HandoverRecord {
+                    t_s: t.secs_f64(),
+                    position_m: x,
+                    carrier: c.id.clone(),
+                    from_cell: cells[s].site.name.clone(),
+                    to_cell: String::new(),
+                    interruption_ms: 0.0,
+                    kind: Some(kind),
+                    onset_position_m: Some(onset_m),
+                    end_position_m: None,
+                });
+                open = Some(handovers.len() - 1);
+                let st = steps.at(t);
+                st.outage = Some(true);
+                st.drop_queue = true;
+                continue;
             }
         }
         let mp = filt[s].unwrap_or(f64::NEG_INFINITY);
-        if phase == Phase::Connected {
+        if proc.connected() {
             neigh.clear();
             neigh.extend(
                 (w_lo..w_hi)
@@ -376,40 +258,30 @@ fn radio_timeline(
                     .filter_map(|j| filt[j].map(|f| (j, f))),
             );
             if let Some(target) = tracker.update(&params, t, mp, &neigh) {
-                if let Some(p) = &fail {
-                    // The report goes out; the command follows `prep` later.
-                    phase = Phase::Preparing {
-                        target,
-                        command_at: t + p.prep,
-                        onset_m: x,
-                    };
-                } else {
-                    let exec = c.interruption.map_or(interruption, |d| d.draw(&mut rng));
-                    handovers.push(HandoverRecord {
-                        t_s: t.secs_f64(),
-                        position_m: x,
-                        carrier: c.id.clone(),
-                        from_cell: cells[s].site.name.clone(),
-                        to_cell: cells[target].site.name.clone(),
-                        interruption_ms: match c.interruption {
-                            Some(_) => exec.ms_f64(),
-                            None => c.interruption_ms,
-                        },
-                        ..Default::default()
-                    });
-                    if exec > Time::ZERO {
+                match proc.trigger(t, x, target, &mut rng) {
+                    Some(Event::Started { exec, .. }) => {
+                        handovers.push(HandoverRecord {
+                            t_s: t.secs_f64(),
+                            position_m: x,
+                            carrier: c.id.clone(),
+                            from_cell: cells[s].site.name.clone(),
+                            to_cell: cells[target].site.name.clone(),
+                            interruption_ms: match c.interruption {
+                                Some(_) => exec.ms_f64(),
+                                None => c.interruption_ms,
+                            },
+                            ..Default::default()
+                        });
+                        open = Some(handovers.len() - 1);
                         steps.at(t).outage = Some(true);
-                        phase = Phase::Executing {
-                            target,
-                            since: t,
-                            done_at: t + exec,
-                            t304_end: Time::MAX,
-                            record: handovers.len() - 1,
-                        };
                         continue;
                     }
-                    serving = Some(target);
-                    tracker.reset();
+                    Some(Event::Switched { target }) => {
+                        serving = Some(target);
+                        tracker.reset();
+                    }
+                    // With the failure model: the report went out, the command follows.
+                    _ => {}
                 }
             }
         }

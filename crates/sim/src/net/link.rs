@@ -631,6 +631,38 @@ mod tests {
     }
 
     #[test]
+    fn a_failure_drops_a_hold_links_queue_and_what_reaches_it_until_the_outage_ends() {
+        // A hold link in outage keeps its queue; a failure (drop_queue) loses it but for the
+        // packet on the air, and refuses arrivals until the outage ends; then it carries again.
+        let mut d = dir(Limit::Packets(10));
+        for _ in 0..3 {
+            d.enqueue(pkt(1500), Time::ZERO);
+        }
+        d.outage_start(Time::ZERO, Time::from_ms(50));
+        assert_eq!(d.enqueue(pkt(1500), Time::from_us(500)), Wake::None);
+        assert_eq!((d.queue_len(), d.stats.drops_outage), (4, 0), "held");
+        d.drop_queue(Time::from_ms(1));
+        assert_eq!((d.queue_len(), d.stats.drops_outage), (1, 3));
+        assert_eq!(d.enqueue(pkt(1500), Time::from_ms(2)), Wake::None);
+        assert_eq!((d.queue_len(), d.stats.drops_outage), (1, 4));
+        // The packet on the air finished at 1.2 ms; its arrival (11.2 ms) is in the outage.
+        let (_, arm) = d.service(Time::from_us(1200));
+        assert_eq!(arm, Some(Time::from_us(11_200)));
+        assert!(d.take_arrival_event(Time::from_us(11_200)));
+        assert_eq!(d.pop_arrival(Time::from_us(11_200)), Ok(None));
+        assert_eq!(d.stats.drops_outage, 5);
+        d.outage_end(Time::from_ms(50));
+        // After the outage the link holds and serves again.
+        assert_eq!(
+            d.enqueue(pkt(1500), Time::from_ms(60)),
+            Wake::Service(Time::from_us(61_200))
+        );
+        // Outside an outage drop_queue does nothing.
+        d.drop_queue(Time::from_ms(61));
+        assert_eq!((d.queue_len(), d.stats.drops_outage), (1, 5));
+    }
+
+    #[test]
     fn mahimahi_opportunities() {
         // Two opportunities per 10 ms period at 3 ms and 10 ms.
         let mut d = dir(Limit::Packets(10));
