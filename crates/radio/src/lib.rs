@@ -38,7 +38,7 @@ pub mod track;
 pub use config::{
     validate, CapacityModel, CarrierConfig, CarrierModel, OutageMode, SpeedSegment, TrainConfig,
 };
-pub use table::{HandoverTable, Prediction, Predictor, TableError, Zone};
+pub use table::{HandoverTable, Prediction, Predictor, TableError, Zone, ZoneKind};
 pub use timeline::carrier_timelines;
 
 /// One handover as logged in `summary.json`'s `handovers` array (results.md).
