@@ -14,7 +14,7 @@ use crate::mptcp::connection::{MptcpFlow, MptcpSetup};
 use crate::net::link::{LinkDir, Trace};
 use crate::net::{Endpoint, Hop, Net, Side, StepAction};
 use crate::results::Handover;
-use crate::world::{LinkRuntime, SimError, World};
+use crate::world::{LinkRuntime, LossSamples, SimError, World};
 use railpath_core::{Rng, Time};
 use railpath_scenario::{
     BalancerSpec, BondSpec, FlowSpec, HandoffPlan, LinkSpec, MptcpSpec, PathTarget, Resolved,
@@ -218,6 +218,9 @@ impl Builder<'_> {
             steps,
             next_step: first,
             queue_samples: Vec::with_capacity(self.nbins),
+            loss_samples: carrier
+                .is_some_and(|(cfg, _)| cfg.failures.is_some())
+                .then(LossSamples::default),
         });
         Ok(())
     }
