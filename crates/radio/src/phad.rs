@@ -52,6 +52,8 @@ pub enum Reason {
         start_m: f64,
         end_m: f64,
         enters_in: Time,
+        /// What the zone holds (handovers, or failures learned there): the gateway's log says it.
+        kind: crate::ZoneKind,
     },
     /// In a zone that ends within `back` (one RTT): back to regular before its end.
     LeavingZone { end_m: f64, leaves_in: Time },
@@ -144,6 +146,7 @@ pub fn decide(
                             start_m: p.zone_start_m,
                             end_m: p.zone_end_m,
                             enters_in: enters,
+                            kind: p.kind,
                         };
                         break;
                     }
