@@ -23,6 +23,6 @@ pub mod studies;
 pub mod svg;
 pub mod tcp_fs;
 
-pub use findings::{Claim, Findings, Meta, Number, Summary, FORMAT};
+pub use findings::{Basis, Cause, Claim, ClaimDraft, Findings, Meta, Number, Summary, FORMAT};
 pub use frame::{Entry, KernelResult, KernelRun, Options, Reproduction};
 pub use studies::{index, names, run, STUDIES};
