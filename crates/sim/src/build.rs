@@ -620,5 +620,9 @@ fn carrier_steps(
             }
             None => {}
         }
+        if st.drop_queue {
+            // A failure: what the link holds (and receives until the outage ends) is lost.
+            steps.push((st.t, StepAction::DropQueue));
+        }
     }
 }
