@@ -589,14 +589,22 @@ fn direction(
         .otherwise(
             Cause::Unexplained,
             if d == 1 {
-                "With ns-2's 20-packet window both flows are window-limited on the WLAN within a few round trips (NewReno \
-                 delivers 1810 KB, near the window's 1825 KB in 5 s, where the paper's sent 1018 KB and TCP-FS 1387 KB) \
-                 and TCP-FS trails by its one window held at the period's end; the handoff's length (0.2 to 3 s), \
-                 Linux's 1 MB window and SACK, ns-2's ssthresh rule, the receiver's RTO reset and the window kept closed \
-                 through the holding (the sensitivity table) do not make it deliver more."
+                format!(
+                    "With ns-2's {w:.0}-packet window both flows are window-limited on the WLAN within a few round trips \
+                     (NewReno delivers {:.0} KB, the window allows {:.0} KB in 5 s, where the paper's sent 1018 KB and \
+                     TCP-FS 1387 KB), and TCP-FS trails by {:.1} KB, about the window it delivered during its holding, \
+                     before the 5 s begin; the handoff's length (0.2 to 3 s), Linux's 1 MB window and SACK, ns-2's \
+                     ssthresh rule, the receiver's RTO reset and the window kept closed through the holding (the \
+                     sensitivity table) do not make it deliver more.",
+                    mean(&after_nr),
+                    st.window_packets * st.mss / (st.wlan_rtt_ms / 1e3) * 5.0 / 1e3,
+                    -dn.railpath,
+                    w = st.window_packets,
+                )
             } else {
                 "TCP-FS idles about 1.2 s per upward handoff (the freeze, the window update, the holding), which its \
                  slow start on W-CDMA does not always win back within 5 s; this has not been examined further."
+                    .to_string()
             },
         ),
     );
