@@ -30,30 +30,168 @@ pub struct Meta {
 /// The `format` of a reproduction summary.
 pub const FORMAT: &str = "railpath-repro/1";
 
-/// One claim of a paper and whether railpath's numbers bear it out.
+/// Whose claim it is (the summary's `basis`).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Basis {
+    /// The paper's own statement (its words, its numbers).
+    Paper,
+    /// railpath's operationalisation of a statement of the paper: a bound, a tolerance, a
+    /// condition or a measure the paper never gives (e.g. "within 2 s of each onset").
+    Railpath,
+}
+
+/// Whose setup explains why a claim does not hold (the summary's `cause`).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Cause {
+    /// railpath's setup: a defect, a simplification, or its choice where the paper gives none.
+    Railpath,
+    /// The paper's tool: a default or a model of the simulator or kernel the paper ran.
+    Tool,
+    /// Reality: what the mechanism does; the paper's statement does not hold in general.
+    Reality,
+    /// Not known; the explanation says what was ruled out.
+    Unexplained,
+}
+
+impl Cause {
+    /// How the report names it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Cause::Railpath => "railpath's setup",
+            Cause::Tool => "the paper's tool",
+            Cause::Reality => "reality",
+            Cause::Unexplained => "unexplained",
+        }
+    }
+}
+
+/// The explanation of a claim that held in railpath's reference runs and was therefore never
+/// examined failing ([`ClaimDraft::unexamined`]); the reference runs' tests check that no
+/// failing claim carries it.
+pub const UNEXAMINED: &str =
+    "It held in railpath's reference runs (`railpath repro` with its default seeds), so why it \
+                              does not hold in this run has not been examined.";
+
+/// One claim of a paper, whose it is, whether railpath's numbers bear it out, and, when they
+/// do not, why. Made by [`Claim::paper`] or [`Claim::railpath`] and finished by
+/// [`ClaimDraft::otherwise`] or [`ClaimDraft::unexamined`], so that no claim exists without
+/// a reason for the case it fails; the frame refuses to write one that fails without
+/// ([`check_claims`]).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Claim {
     pub id: String,
     pub text: String,
+    pub basis: Basis,
     pub holds: bool,
     /// What railpath measured that decides it.
     pub evidence: String,
+    /// Whose setup explains why it does not hold; null when it holds.
+    pub cause: Option<Cause>,
+    /// One sentence on why it does not hold; null when it holds.
+    pub explanation: Option<String>,
+}
+
+/// A claim still waiting for what to say if it does not hold.
+#[derive(Debug, Clone)]
+#[must_use = "a claim is finished by .otherwise(..) or .unexamined()"]
+pub struct ClaimDraft {
+    id: String,
+    text: String,
+    basis: Basis,
+    holds: bool,
+    evidence: String,
 }
 
 impl Claim {
-    pub fn new(
+    /// The paper's own statement.
+    pub fn paper(
         id: impl Into<String>,
         text: impl Into<String>,
         holds: bool,
         evidence: impl Into<String>,
-    ) -> Claim {
-        Claim {
+    ) -> ClaimDraft {
+        ClaimDraft::new(Basis::Paper, id, text, holds, evidence)
+    }
+
+    /// railpath's operationalisation of a statement of the paper.
+    pub fn railpath(
+        id: impl Into<String>,
+        text: impl Into<String>,
+        holds: bool,
+        evidence: impl Into<String>,
+    ) -> ClaimDraft {
+        ClaimDraft::new(Basis::Railpath, id, text, holds, evidence)
+    }
+}
+
+impl ClaimDraft {
+    fn new(
+        basis: Basis,
+        id: impl Into<String>,
+        text: impl Into<String>,
+        holds: bool,
+        evidence: impl Into<String>,
+    ) -> ClaimDraft {
+        ClaimDraft {
             id: id.into(),
             text: text.into(),
+            basis,
             holds,
             evidence: evidence.into(),
         }
     }
+
+    /// The claim, with `why` (one sentence; `cause` says whose setup it blames) kept only if it
+    /// does not hold.
+    pub fn otherwise(self, cause: Cause, why: impl Into<String>) -> Claim {
+        let fails = !self.holds;
+        Claim {
+            id: self.id,
+            text: self.text,
+            basis: self.basis,
+            holds: self.holds,
+            evidence: self.evidence,
+            cause: fails.then_some(cause),
+            explanation: fails.then(|| why.into()),
+        }
+    }
+
+    /// The claim, for one that held in railpath's reference runs: should it not hold in another
+    /// run, it says so ([`UNEXAMINED`]).
+    pub fn unexamined(self) -> Claim {
+        self.otherwise(Cause::Unexplained, UNEXAMINED)
+    }
+}
+
+/// Every claim that does not hold says why and whose setup explains it, a claim that holds
+/// carries no explanation, and no two claims share an id: the frame writes nothing otherwise.
+pub fn check_claims(claims: &[Claim]) -> Result<(), String> {
+    for (i, c) in claims.iter().enumerate() {
+        if claims[..i].iter().any(|d| d.id == c.id) {
+            return Err(format!("claim {:?} is made twice", c.id));
+        }
+        let said = c
+            .explanation
+            .as_deref()
+            .is_some_and(|e| !e.trim().is_empty());
+        let explained = said && c.cause.is_some();
+        if !c.holds && !explained {
+            return Err(format!(
+                "claim {:?} does not hold and does not say why: finish it with \
+                 ClaimDraft::otherwise(cause, one sentence)",
+                c.id
+            ));
+        }
+        if c.holds && (c.explanation.is_some() || c.cause.is_some()) {
+            return Err(format!(
+                "claim {:?} holds and carries an explanation of why it does not",
+                c.id
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// One number the paper reports beside railpath's.
@@ -348,7 +486,8 @@ mod tests {
     fn findings_are_found_by_id() {
         let mut f = Findings::new(3);
         f.numbers.push(number("a", Some(1.0), &[2.0], "%"));
-        f.claims.push(Claim::new("c", "text", false, "because"));
+        f.claims
+            .push(Claim::paper("c", "text", false, "because").otherwise(Cause::Reality, "why"));
         assert_eq!(f.value("a"), 2.0);
         assert!(f.value("b").is_nan());
         assert!(f.fails("c") && !f.fails("d"));
@@ -359,5 +498,64 @@ mod tests {
         assert_eq!(s.tables()[0].rows[0][1], Cell::strong("2"));
         assert_eq!(s.text(), "<p>x</p>");
         assert!(f.report.figures().is_empty());
+    }
+
+    #[test]
+    fn a_claim_explains_itself_only_when_it_does_not_hold() {
+        let held = Claim::paper("a", "A", true, "e").otherwise(Cause::Tool, "ns-2's window");
+        assert_eq!(
+            (held.basis, held.cause, held.explanation.clone()),
+            (Basis::Paper, None, None)
+        );
+        let failed = Claim::railpath("b", "B within 2 s", false, "5 s").unexamined();
+        assert_eq!(failed.basis, Basis::Railpath);
+        assert_eq!(failed.cause, Some(Cause::Unexplained));
+        assert_eq!(failed.explanation.as_deref(), Some(UNEXAMINED));
+        let v = serde_json::to_value(&failed).unwrap();
+        assert_eq!(
+            (&v["basis"], &v["cause"]),
+            (&"railpath".into(), &"unexplained".into())
+        );
+        let v = serde_json::to_value(&held).unwrap();
+        assert_eq!(
+            (&v["basis"], &v["cause"], &v["explanation"]),
+            (
+                &"paper".into(),
+                &serde_json::Value::Null,
+                &serde_json::Value::Null
+            )
+        );
+    }
+
+    #[test]
+    fn the_check_refuses_a_failing_claim_without_a_reason() {
+        let ok = vec![
+            Claim::paper("a", "A", true, "e").unexamined(),
+            Claim::paper("b", "B", false, "e").otherwise(Cause::Railpath, "A defect."),
+        ];
+        assert_eq!(check_claims(&ok), Ok(()));
+        // Made by hand, past the draft: each way of saying nothing is refused, by the claim's id.
+        let bare = |holds: bool, cause: Option<Cause>, why: Option<&str>| Claim {
+            id: "x".into(),
+            text: "X".into(),
+            basis: Basis::Paper,
+            holds,
+            evidence: "e".into(),
+            cause,
+            explanation: why.map(String::from),
+        };
+        for bad in [
+            bare(false, None, None),
+            bare(false, Some(Cause::Tool), None),
+            bare(false, Some(Cause::Tool), Some("  ")),
+            bare(false, None, Some("Why.")),
+            bare(true, Some(Cause::Tool), Some("Why.")),
+        ] {
+            let e = check_claims(std::slice::from_ref(&bad)).unwrap_err();
+            assert!(e.contains("\"x\""), "{bad:?}: {e}");
+        }
+        assert!(check_claims(&[bare(false, Some(Cause::Reality), Some("Why."))]).is_ok());
+        let twice = [ok[0].clone(), ok[0].clone()];
+        assert!(check_claims(&twice).unwrap_err().contains("twice"));
     }
 }

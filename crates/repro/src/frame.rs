@@ -7,7 +7,7 @@
 //! side runs it from its analysis through [`Context::kernel_runs`] when the caller can run the
 //! real kernel.
 
-use crate::findings::{Findings, Meta, Report, Summary, FORMAT};
+use crate::findings::{check_claims, Findings, Meta, Report, Summary, FORMAT};
 use crate::{page, sim};
 use railpath_scenario::Scenario;
 use serde::Serialize;
@@ -354,7 +354,8 @@ pub struct Reproduction {
     pub report: Report,
 }
 
-/// Reproduce `entry` into `dir`: run it, write `dir/summary.json` and `dir/report.html`.
+/// Reproduce `entry` into `dir`: run it, check its claims ([`check_claims`]), write
+/// `dir/summary.json` and `dir/report.html`.
 pub fn reproduce_into(
     entry: &Entry,
     opts: &Options,
@@ -372,6 +373,8 @@ pub fn reproduce_into(
         report,
         runs_table,
     } = findings;
+    // No claim is written that fails without saying why.
+    check_claims(&claims).map_err(|e| format!("{}: {e}", entry.meta.name))?;
     let summary = Summary {
         format: FORMAT.into(),
         paper: entry.meta.name.into(),

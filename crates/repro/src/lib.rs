@@ -24,6 +24,6 @@ pub mod svg;
 pub mod tcp_fs;
 pub mod train;
 
-pub use findings::{Claim, Findings, Meta, Number, Summary, FORMAT};
+pub use findings::{Basis, Cause, Claim, ClaimDraft, Findings, Meta, Number, Summary, FORMAT};
 pub use frame::{Entry, KernelResult, KernelRun, Options, Reproduction};
 pub use studies::{index, names, run, STUDIES};

@@ -2,7 +2,7 @@
 //! the index) filled with a study's findings, rendered here: the opening, the setup, the claims
 //! with their verdicts, then the study's sections (prose, tables, figures drawn by crate::svg).
 
-use crate::findings::{Block, Claim, Meta, Report, Section, Summary, Table};
+use crate::findings::{Basis, Block, Claim, Meta, Report, Section, Summary, Table};
 use crate::sim;
 use crate::svg::esc;
 
@@ -53,17 +53,28 @@ pub fn report(meta: &Meta, s: &Summary, r: &Report) -> String {
     fill(&[("title", &esc(meta.page_title)), ("body", &body)])
 }
 
-/// The claims and their verdicts: claim, verdict, evidence.
+/// The claims and their verdicts: claim, whose it is, verdict, evidence, and why one that does
+/// not hold does not (whose setup explains it, then the sentence).
 fn claims(out: &mut String, claims: &[Claim]) {
-    out.push_str("<table><tr><th>claim</th><th>railpath</th><th>evidence</th></tr>\n");
+    out.push_str(
+        "<table><tr><th>claim</th><th>whose</th><th>railpath</th><th>evidence</th><th>why not</th></tr>\n",
+    );
     for c in claims {
         let (class, verdict) = if c.holds {
             ("holds", "holds")
         } else {
             ("fails", "does not hold")
         };
+        let basis = match c.basis {
+            Basis::Paper => "the paper's",
+            Basis::Railpath => "railpath's reading",
+        };
+        let why = match (c.cause, &c.explanation) {
+            (Some(cause), Some(e)) => format!("<b>{}</b>: {}", cause.label(), esc(e)),
+            _ => String::new(),
+        };
         out.push_str(&format!(
-            "<tr><td>{}</td><td class=\"{class}\">{verdict}</td><td>{}</td></tr>\n",
+            "<tr><td>{}</td><td>{basis}</td><td class=\"{class}\">{verdict}</td><td>{}</td><td>{why}</td></tr>\n",
             esc(&c.text),
             esc(&c.evidence)
         ));
@@ -119,13 +130,16 @@ fn table(out: &mut String, t: &Table) {
     out.push_str("</table>\n");
 }
 
-/// A study listed on the index: its name, title, and how many of its claims hold.
+/// A study listed on the index: its name, title, and its claims: how many hold, how many do
+/// not, and how many of those are explained (a cause other than "unexplained").
 #[derive(Debug, Clone, PartialEq)]
 pub struct IndexRow {
     pub name: String,
     pub title: String,
-    pub held: usize,
     pub claims: usize,
+    pub held: usize,
+    pub not_held: usize,
+    pub explained: usize,
 }
 
 /// `OUT/index.html`: every study reproduced in the output directory, with its claims.
@@ -133,16 +147,21 @@ pub fn index(rows: &[IndexRow]) -> String {
     let mut body = format!(
         "<h1>railpath: the source papers, reproduced</h1>\n<p>railpath {} ran each paper's experiment in its simulator. \
          Each report puts the paper's numbers beside railpath's, with 95% confidence intervals over seeds, and says where \
-         and why they differ.</p>\n<table><tr><th>paper</th><th>title</th><th>claims that hold</th><th>data</th></tr>\n",
+         and why they differ: each claim that does not hold says whose setup explains it (railpath's, the paper's tool, or \
+         reality) or that it is unexplained.</p>\n<table><tr><th>paper</th><th>title</th><th>claims</th><th>held</th>\
+         <th>not held</th><th>not held, explained</th><th>data</th></tr>\n",
         sim::VERSION
     );
     for r in rows {
         let name = esc(&r.name);
         body.push_str(&format!(
-            "<tr><td><a href=\"{name}/report.html\">{name}</a></td><td>{}</td><td>{} of {}</td><td><a href=\"{name}/summary.json\">summary.json</a></td></tr>\n",
+            "<tr><td><a href=\"{name}/report.html\">{name}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td><a href=\"{name}/summary.json\">summary.json</a></td></tr>\n",
             esc(&r.title),
+            r.claims,
             r.held,
-            r.claims
+            r.not_held,
+            r.explained
         ));
     }
     body.push_str("</table>");
@@ -152,7 +171,7 @@ pub fn index(rows: &[IndexRow]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::findings::{Cell, Findings};
+    use crate::findings::{Cause, Cell, Findings};
     use crate::svg::Plot;
 
     #[test]
@@ -197,8 +216,8 @@ mod tests {
             seeds: 2,
             runs: 7,
             claims: vec![
-                Claim::new("a", "A <holds>", true, "e"),
-                Claim::new("b", "B", false, "f"),
+                Claim::paper("a", "A <holds>", true, "e").unexamined(),
+                Claim::railpath("b", "B", false, "f").otherwise(Cause::Tool, "ns-2's <window>."),
             ],
             numbers: vec![],
             runs_table: vec![],
@@ -208,8 +227,13 @@ mod tests {
         assert!(p.contains(
             "railpath 0: 7 simulated runs, 2 seeds per configuration. 1 of 2 claims hold."
         ));
-        assert!(p.contains("<td>A &lt;holds&gt;</td><td class=\"holds\">holds</td>"));
-        assert!(p.contains("<td class=\"fails\">does not hold</td>"));
+        assert!(p.contains(
+            "<td>A &lt;holds&gt;</td><td>the paper's</td><td class=\"holds\">holds</td><td>e</td><td></td></tr>"
+        ));
+        assert!(p.contains(
+            "<td>B</td><td>railpath's reading</td><td class=\"fails\">does not hold</td><td>f</td>\
+             <td><b>the paper's tool</b>: ns-2's &lt;window&gt;.</td></tr>"
+        ));
         assert!(p.contains("<th>b &amp; c</th>"));
         assert!(p.contains("<td>1 &lt; 2</td><td><b>3</b></td>"));
         assert!(p.contains("<figure><svg class=\"plot\""));
@@ -218,9 +242,13 @@ mod tests {
         let i = index(&[IndexRow {
             name: "x".into(),
             title: "X".into(),
-            held: 1,
-            claims: 2,
+            claims: 5,
+            held: 2,
+            not_held: 3,
+            explained: 1,
         }]);
-        assert!(i.contains("<a href=\"x/report.html\">x</a></td><td>X</td><td>1 of 2</td>"));
+        assert!(i.contains(
+            "<a href=\"x/report.html\">x</a></td><td>X</td><td>5</td><td>2</td><td>3</td><td>1</td>"
+        ));
     }
 }

@@ -13,7 +13,7 @@
 //! `--testbed`: the load balancer and railpath-gateway's proxy on the real kernel (namespace
 //! testbed, 1 to 5 car namespaces), a shortened run beside the simulator's of the same length.
 
-use crate::findings::{fmt_number, fmt_values, number, Block, Claim, Findings, Meta, Table};
+use crate::findings::{fmt_number, fmt_values, number, Block, Cause, Claim, Findings, Meta, Table};
 use crate::frame::{Context, KernelJob, KernelRun, Plan, Runs, Study};
 use crate::sim;
 use crate::stats::{ci95, mean};
@@ -800,27 +800,33 @@ fn cars_claims(runs: &LbRuns, usable: f64, capacity: f64, f: &mut Findings) -> V
             .join(", ")
     };
     let falls = |mode: Mode| (1..MAX_CARS).all(|n| mc(mode, n + 1) < mc(mode, n));
-    f.claims.push(Claim::new(
-        "per-car-falls",
-        "Per-car throughput falls as cars are added (load balancer and MPTCP)",
-        falls(Mode::Lb) && falls(Mode::Mptcp(0)),
-        format!(
-            "per car, 1..5 cars: load balancer {}; MPTCP {} Mbit/s",
-            list(&|n| mc(Mode::Lb, n)),
-            list(&|n| mc(Mode::Mptcp(0), n))
-        ),
-    ));
-    f.claims.push(Claim::new(
-        "total-rises",
-        "The total carried rises as cars are added",
-        m(Mode::Lb, MAX_CARS) > m(Mode::Lb, 1)
-            && m(Mode::Mptcp(0), MAX_CARS) > m(Mode::Mptcp(0), 1),
-        format!(
-            "total, 1..5 cars: load balancer {}; MPTCP {} Mbit/s",
-            list(&|n| m(Mode::Lb, n)),
-            list(&|n| m(Mode::Mptcp(0), n))
-        ),
-    ));
+    f.claims.push(
+        Claim::paper(
+            "per-car-falls",
+            "Per-car throughput falls as cars are added (load balancer and MPTCP)",
+            falls(Mode::Lb) && falls(Mode::Mptcp(0)),
+            format!(
+                "per car, 1..5 cars: load balancer {}; MPTCP {} Mbit/s",
+                list(&|n| mc(Mode::Lb, n)),
+                list(&|n| mc(Mode::Mptcp(0), n))
+            ),
+        )
+        .unexamined(),
+    );
+    f.claims.push(
+        Claim::paper(
+            "total-rises",
+            "The total carried rises as cars are added",
+            m(Mode::Lb, MAX_CARS) > m(Mode::Lb, 1)
+                && m(Mode::Mptcp(0), MAX_CARS) > m(Mode::Mptcp(0), 1),
+            format!(
+                "total, 1..5 cars: load balancer {}; MPTCP {} Mbit/s",
+                list(&|n| m(Mode::Lb, n)),
+                list(&|n| m(Mode::Mptcp(0), n))
+            ),
+        )
+        .unexamined(),
+    );
     // MPTCP above the load balancer at every number of cars: the paired difference's interval
     // above zero.
     let mut above = true;
@@ -842,27 +848,33 @@ fn cars_claims(runs: &LbRuns, usable: f64, capacity: f64, f: &mut Findings) -> V
         ev.push(format!("{cars}: {}", fmt_number(&n, 1)));
         f.numbers.push(n);
     }
-    f.claims.push(Claim::new(
-        "mptcp-above-lb",
-        "The MPTCP proxy carries more than the load balancer at every number of cars",
-        above,
-        format!(
-            "MPTCP minus load balancer, total Mbit/s (paired by seed): {}",
-            ev.join("; ")
-        ),
-    ));
+    f.claims.push(
+        Claim::paper(
+            "mptcp-above-lb",
+            "The MPTCP proxy carries more than the load balancer at every number of cars",
+            above,
+            format!(
+                "MPTCP minus load balancer, total Mbit/s (paired by seed): {}",
+                ev.join("; ")
+            ),
+        )
+        .unexamined(),
+    );
     let share: Vec<f64> = (1..=MAX_CARS)
         .map(|n| m(Mode::Mptcp(0), n) / usable)
         .collect();
-    f.claims.push(Claim::new(
-        "mptcp-converges",
-        "As cars are added, MPTCP converges to the carriers' total capacity",
-        share[MAX_CARS - 1] >= 0.9 && share[MAX_CARS - 1] >= share[0],
-        format!(
-            "MPTCP total as a share of the {usable:.1} Mbit/s of goodput the carriers can deliver ({capacity:.0} Mbit/s less headers and handovers), 1..5 cars: {}",
-            share.iter().map(|x| format!("{:.0}%", x * 100.0)).collect::<Vec<_>>().join(", ")
-        ),
-    ));
+    f.claims.push(
+        Claim::paper(
+            "mptcp-converges",
+            "As cars are added, MPTCP converges to the carriers' total capacity",
+            share[MAX_CARS - 1] >= 0.9 && share[MAX_CARS - 1] >= share[0],
+            format!(
+                "MPTCP total as a share of the {usable:.1} Mbit/s of goodput the carriers can deliver ({capacity:.0} Mbit/s less headers and handovers), 1..5 cars: {}",
+                share.iter().map(|x| format!("{:.0}%", x * 100.0)).collect::<Vec<_>>().join(", ")
+            ),
+        )
+        .unexamined(),
+    );
     (1..=MAX_CARS)
         .map(|n| m(Mode::Mptcp(0), n) - m(Mode::Lb, n))
         .collect()
@@ -888,18 +900,21 @@ fn dip_claims(two_lb: &[&Out], two_mp: &[&Out], f: &mut Findings) {
     let (l2a, _) = dip_of(two_lb, 1, 0);
     let (l2b, _) = dip_of(two_lb, 1, 1);
     let lb_dips = mean(&l1a) < 0.5 && mean(&l2b) < 0.5 && mean(&l1b) > 0.8 && mean(&l2a) > 0.8;
-    f.claims.push(Claim::new(
-        "lb-dips-at-own-handovers",
-        "Load balancer: car 1 dips at each ISP_A handover, car 2 at each ISP_B handover (and not at the other's)",
-        lb_dips,
-        format!(
-            "2 cars, goodput in a handover's second as a share of the car's mean: car 1 at ISP_A {:.0}%, at ISP_B {:.0}%; car 2 at ISP_A {:.0}%, at ISP_B {:.0}%",
-            mean(&l1a) * 100.0,
-            mean(&l1b) * 100.0,
-            mean(&l2a) * 100.0,
-            mean(&l2b) * 100.0
-        ),
-    ));
+    f.claims.push(
+        Claim::paper(
+            "lb-dips-at-own-handovers",
+            "Load balancer: car 1 dips at each ISP_A handover, car 2 at each ISP_B handover (and not at the other's)",
+            lb_dips,
+            format!(
+                "2 cars, goodput in a handover's second as a share of the car's mean: car 1 at ISP_A {:.0}%, at ISP_B {:.0}%; car 2 at ISP_A {:.0}%, at ISP_B {:.0}%",
+                mean(&l1a) * 100.0,
+                mean(&l1b) * 100.0,
+                mean(&l2a) * 100.0,
+                mean(&l2b) * 100.0
+            ),
+        )
+        .unexamined(),
+    );
     let mp_share: Vec<f64> = (0..2)
         .flat_map(|car| {
             [
@@ -912,20 +927,23 @@ fn dip_claims(two_lb: &[&Out], two_mp: &[&Out], f: &mut Findings) {
     let mp_least = (0..2)
         .flat_map(|car| [dip_of(two_mp, car, 0).1, dip_of(two_mp, car, 1).1])
         .fold(f64::INFINITY, f64::min);
-    f.claims.push(Claim::new(
-        "mptcp-sends-through-handovers",
-        "MPTCP keeps sending through handovers: in a handover's second a car keeps a good part of its goodput (at least a quarter, on average), where the balancer's car on that carrier gets nothing",
-        mp_low >= 0.25 && mean(&l1a) < mp_low && mean(&l2b) < mp_low,
-        format!(
-            "2 cars, goodput in a handover's second as a share of the car's mean: MPTCP car 1 {:.0}% (ISP_A) and {:.0}% (ISP_B), car 2 {:.0}% and {:.0}%; load balancer on its own carrier {:.0}% and {:.0}%. Single seconds can still stall: the least an MPTCP car got in one was {mp_least:.2} Mbit/s (head-of-line blocking behind what the carrier holds)",
-            mp_share[0] * 100.0,
-            mp_share[1] * 100.0,
-            mp_share[2] * 100.0,
-            mp_share[3] * 100.0,
-            mean(&l1a) * 100.0,
-            mean(&l2b) * 100.0
-        ),
-    ));
+    f.claims.push(
+        Claim::railpath(
+            "mptcp-sends-through-handovers",
+            "MPTCP keeps sending through handovers: in a handover's second a car keeps a good part of its goodput (at least a quarter, on average), where the balancer's car on that carrier gets nothing",
+            mp_low >= 0.25 && mean(&l1a) < mp_low && mean(&l2b) < mp_low,
+            format!(
+                "2 cars, goodput in a handover's second as a share of the car's mean: MPTCP car 1 {:.0}% (ISP_A) and {:.0}% (ISP_B), car 2 {:.0}% and {:.0}%; load balancer on its own carrier {:.0}% and {:.0}%. Single seconds can still stall: the least an MPTCP car got in one was {mp_least:.2} Mbit/s (head-of-line blocking behind what the carrier holds)",
+                mp_share[0] * 100.0,
+                mp_share[1] * 100.0,
+                mp_share[2] * 100.0,
+                mp_share[3] * 100.0,
+                mean(&l1a) * 100.0,
+                mean(&l2b) * 100.0
+            ),
+        )
+        .unexamined(),
+    );
 }
 
 /// The schedulers: totals at 1, 3 and 5 cars against the balancer's; the table, each
@@ -974,24 +992,36 @@ fn schedulers(runs: &LbRuns, f: &mut Findings) -> (Table, Vec<f64>, f64) {
         table.row(row);
     }
     let beat: Vec<bool> = sched_means.iter().map(|&x| x > lb_mean).collect();
-    f.claims.push(Claim::new(
-        "schedulers-beat-lb",
-        "minRTT, ECF and BLEST all beat the load balancer on average throughput",
-        beat[0] && beat[1] && beat[2],
-        format!(
-            "mean total over 1, 3 and 5 cars: load balancer {lb_mean:.1}; minRTT {:.1}, ECF {:.1}, BLEST {:.1} Mbit/s",
-            sched_means[0], sched_means[1], sched_means[2]
+    f.claims.push(
+        Claim::paper(
+            "schedulers-beat-lb",
+            "minRTT, ECF and BLEST all beat the load balancer on average throughput",
+            beat[0] && beat[1] && beat[2],
+            format!(
+                "mean total over 1, 3 and 5 cars: load balancer {lb_mean:.1}; minRTT {:.1}, ECF {:.1}, BLEST {:.1} Mbit/s",
+                sched_means[0], sched_means[1], sched_means[2]
+            ),
+        )
+        .otherwise(
+            Cause::Railpath,
+            "railpath's shapers hold a carrier's queue through its handover (the paper does not say how its shapers replayed \
+             one), and the segments acknowledged a second late raise ECF's smoothed RTT of that subflow to about a second, so \
+             ECF leaves the carrier idle and never measures it again; with handovers that drop the queue, ECF is above the \
+             balancer (the discussion below).",
         ),
-    ));
-    f.claims.push(Claim::new(
-        "redundant-does-not-beat-lb",
-        "The redundant scheduler does not beat the load balancer",
-        !beat[3],
-        format!(
-            "mean total over 1, 3 and 5 cars: redundant {:.1}, load balancer {lb_mean:.1} Mbit/s",
-            sched_means[3]
-        ),
-    ));
+    );
+    f.claims.push(
+        Claim::paper(
+            "redundant-does-not-beat-lb",
+            "The redundant scheduler does not beat the load balancer",
+            !beat[3],
+            format!(
+                "mean total over 1, 3 and 5 cars: redundant {:.1}, load balancer {lb_mean:.1} Mbit/s",
+                sched_means[3]
+            ),
+        )
+        .unexamined(),
+    );
     (table, sched_means, lb_mean)
 }
 
@@ -1285,12 +1315,20 @@ fn kernel_report(
             }
         }
     }
-    f.claims.push(Claim::new(
-        "kernel-mptcp-above-lb",
-        "On the real kernel, the MPTCP proxy (railpath-gateway) carries more than the load balancer at every number of cars",
-        above && !ev.is_empty(),
-        format!("kernel totals, MPTCP vs load balancer, Mbit/s: {}", ev.join("; ")),
-    ));
+    f.claims.push(
+        Claim::paper(
+            "kernel-mptcp-above-lb",
+            "On the real kernel, the MPTCP proxy (railpath-gateway) carries more than the load balancer at every number of cars",
+            above && !ev.is_empty(),
+            format!("kernel totals, MPTCP vs load balancer, Mbit/s: {}", ev.join("; ")),
+        )
+        .otherwise(
+            Cause::Unexplained,
+            "Not examined for this run: the kernel's runs are short single draws on a shared machine, and in the runs \
+             examined so far (docs/models/cars.md) the kernel's totals were within a few Mbit/s of the simulator's, where \
+             MPTCP was above the balancer.",
+        ),
+    );
     let mut blocks = vec![
         Block::Prose(format!(
             "<p>{max_cars} car counts x 2 configurations x {runs} run{} of {duration:.0} s each on the namespace testbed \

@@ -1,6 +1,7 @@
 //! The registry: every study reproduced so far, and running them by name into an output
 //! directory with its index.
 
+use crate::findings::Cause;
 use crate::frame::{self, Entry, Options, Reproduction};
 use crate::page;
 use crate::{bloat, bond, pha, proxy_lb, tcp_fs, train};
@@ -61,25 +62,44 @@ pub fn run(
 pub fn index(out: &Path, done: &[Reproduction]) -> Vec<page::IndexRow> {
     let mut rows = Vec::new();
     for p in STUDIES {
-        let counts = match done.iter().find(|r| r.summary.paper == p.meta.name) {
-            Some(r) => Some((
-                r.summary.claims.iter().filter(|c| c.holds).count(),
-                r.summary.claims.len(),
-            )),
-            None => std::fs::read_to_string(out.join(p.meta.name).join("summary.json"))
-                .ok()
-                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                .and_then(|v| {
-                    let c = v["claims"].as_array()?.clone();
-                    Some((c.iter().filter(|x| x["holds"] == true).count(), c.len()))
-                }),
-        };
-        if let Some((held, claims)) = counts {
+        // Per claim: whether it holds, and whether a cause other than "unexplained" is given.
+        let verdicts: Option<Vec<(bool, bool)>> =
+            match done.iter().find(|r| r.summary.paper == p.meta.name) {
+                Some(r) => Some(
+                    r.summary
+                        .claims
+                        .iter()
+                        .map(|c| {
+                            let explained = c.cause.is_some_and(|k| k != Cause::Unexplained);
+                            (c.holds, explained)
+                        })
+                        .collect(),
+                ),
+                None => std::fs::read_to_string(out.join(p.meta.name).join("summary.json"))
+                    .ok()
+                    .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                    .and_then(|v| {
+                        let c = v["claims"].as_array()?.clone();
+                        Some(
+                            c.iter()
+                                .map(|x| {
+                                    let cause = x["cause"].as_str();
+                                    let explained = cause.is_some_and(|k| k != "unexplained");
+                                    (x["holds"] == true, explained)
+                                })
+                                .collect(),
+                        )
+                    }),
+            };
+        if let Some(v) = verdicts {
+            let held = v.iter().filter(|(h, _)| *h).count();
             rows.push(page::IndexRow {
                 name: p.meta.name.into(),
                 title: p.meta.title.into(),
+                claims: v.len(),
                 held,
-                claims,
+                not_held: v.len() - held,
+                explained: v.iter().filter(|(h, e)| !h && *e).count(),
             });
         }
     }

@@ -564,6 +564,13 @@ pub struct TcpFsOptions {
     /// Floor of the receiver's RTO estimate; default: the scenario's `tcp.min_rto_ms` (the stock
     /// sender's floor, which the holding time must exceed for the sender's timer to fire).
     pub min_rto_ms: Option<f64>,
+    /// At completion, forget the old path's RTT samples: the holding is the initial RTO (RFC
+    /// 6298 2.1's 1 s, floored) plus the margin, and later samples are the new path's alone.
+    pub reset_rto: bool,
+    /// Keep the zero window through the holding: no window update at completion; the window
+    /// reopens with the first ACK after the holding (the paper's section 2.3 reading; the
+    /// default reopens it at completion, its section 2.1).
+    pub hold_closed: bool,
 }
 
 /// The BLOAT paper's transmission-status monitor at an MPTCP sender
@@ -593,6 +600,8 @@ impl Default for TcpFsOptions {
             k: 4.0,
             margin: 0.1,
             min_rto_ms: None,
+            reset_rto: false,
+            hold_closed: false,
         }
     }
 }
@@ -763,6 +772,17 @@ pub enum RtoFormula {
     Linux,
 }
 
+/// When a retransmission timeout cuts ssthresh.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum TimeoutSsthresh {
+    /// Linux `tcp_enter_loss()`: once per loss episode (the first timeout, or a later one after
+    /// an RTT sample cleared the backoff).
+    PerEpisode,
+    /// ns-2 `TcpAgent::timeout()`: at every timeout, backed-off ones included (ns-2 tcp.cc).
+    EveryTimeout,
+}
+
 /// TCP options; every field optional so that `[tcp]` and a flow's `tcp` table can be layered.
 /// Defaults follow Linux (see [`TcpOptions::resolved`]).
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Default)]
@@ -792,6 +812,8 @@ pub struct TcpOptions {
     /// acknowledged stays below it (ns-3's `TcpSocket::SndBufSize`, 131072 by default there;
     /// an MPTCP subflow has its own). Default: none (Linux autotunes `tcp_wmem` instead).
     pub send_buffer_bytes: Option<u64>,
+    /// When a timeout cuts ssthresh (default "per-episode", Linux's; "every-timeout", ns-2's).
+    pub timeout_ssthresh: Option<TimeoutSsthresh>,
 }
 
 /// TCP options with every default filled in.
@@ -820,6 +842,7 @@ pub struct TcpConfig {
     pub rmem_bytes: [u64; 3],
     pub wmem_bytes: [u64; 3],
     pub send_buffer_bytes: Option<u64>,
+    pub timeout_ssthresh: TimeoutSsthresh,
 }
 
 /// Linux 6.18's `net.ipv4.tcp_rmem` (the kernel the testbed calibration ran on).
@@ -851,7 +874,8 @@ impl TcpOptions {
             rto_formula,
             rmem_bytes,
             wmem_bytes,
-            send_buffer_bytes
+            send_buffer_bytes,
+            timeout_ssthresh
         )
     }
 
@@ -878,6 +902,7 @@ impl TcpOptions {
             rmem_bytes: self.rmem_bytes.unwrap_or(LINUX_TCP_RMEM),
             wmem_bytes: self.wmem_bytes.unwrap_or(LINUX_TCP_WMEM),
             send_buffer_bytes: self.send_buffer_bytes,
+            timeout_ssthresh: self.timeout_ssthresh.unwrap_or(TimeoutSsthresh::PerEpisode),
         }
     }
 }

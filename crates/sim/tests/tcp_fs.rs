@@ -215,3 +215,32 @@ fn a_hard_handoff_loses_what_the_old_link_held() {
     let later: f64 = good[bins(&r, 45.0, 80.0)].iter().sum();
     assert!(later > 0.0);
 }
+
+/// `tcp_fs.hold_closed`: the window stays shut through the holding, so no new data leaves
+/// between the completion and the holding's end (plus the window update's trip to the sender);
+/// the window update sent when the holding ends restarts the flow. `tcp_fs.reset_rto`: the
+/// holding is the initial 1 s RTO plus the 10% margin, 1.1 s after the completion at 41 s.
+#[test]
+fn the_window_kept_closed_through_the_holding_and_the_reset_estimate() {
+    let over = [
+        FS,
+        "flow.mn.tcp_fs = { hold_closed = true, reset_rto = true }",
+    ];
+    let r = railpath_sim::run(&load(DOWNWARD, &over).validate().unwrap()).unwrap();
+    let f = &r.summary.flows[0];
+    let e = &f.handoffs.as_ref().unwrap().events[0];
+    assert_eq!(e.reopened_s, Some(41.0));
+    assert_eq!(e.receiver_rto_ms, Some(1000.0));
+    let until = e.hold_until_s.unwrap();
+    assert!((until - 42.1).abs() < 1e-9, "{until}");
+    // Nothing new from the freeze's arrival to the holding's end.
+    let before = highest_sent(&r, 0.0, 40.3);
+    assert!(highest_sent(&r, 40.3, until) <= before);
+    // Then the window update restarts the flow at once (within 0.5 s: its trip over the WLAN
+    // and the data's), not the sender's next persist probe; and data is delivered.
+    assert!(highest_sent(&r, until, until + 0.5) > before + 10_000.0);
+    let goodput = series(&r, "goodput_bps");
+    assert!(goodput[bins(&r, until + 1.0, until + 5.0)]
+        .iter()
+        .any(|&x| x > 0.0));
+}

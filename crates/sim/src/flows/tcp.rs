@@ -181,6 +181,26 @@ impl TcpFlow {
         ack.ts = net.now();
         net.send(ack);
     }
+
+    /// With `tcp_fs.hold_closed`, wake the receiver when the holding ends (a delayed-ACK wake
+    /// armed earlier re-arms it).
+    fn arm_reopen(&mut self, net: &mut Net) {
+        let t = self
+            .handoffs
+            .as_ref()
+            .and_then(|h| h.fs.as_ref())
+            .and_then(|fs| fs.reopen_at());
+        if t.is_some() {
+            arm(
+                net,
+                &mut self.receiver.armed,
+                t,
+                self.idx,
+                self.sub,
+                Side::Receiver,
+            );
+        }
+    }
 }
 
 impl FlowOps for TcpFlow {
@@ -264,8 +284,18 @@ impl FlowOps for TcpFlow {
             if !take_wake(&mut self.receiver.armed, now) {
                 return;
             }
-            if self.receiver.on_timer(now) {
+            let reopen = self
+                .handoffs
+                .as_ref()
+                .and_then(|h| h.fs.as_ref())
+                .and_then(|fs| fs.reopen_at())
+                .is_some_and(|t| t <= now);
+            if reopen {
+                // `hold_closed`: the holding is over; this ACK reopens the window.
                 self.send_ack(net);
+            } else if self.receiver.on_timer(now) {
+                self.send_ack(net);
+                self.arm_reopen(net);
             } else {
                 let d = self.receiver.delack_deadline();
                 arm(
@@ -276,6 +306,7 @@ impl FlowOps for TcpFlow {
                     self.sub,
                     Side::Receiver,
                 );
+                self.arm_reopen(net);
             }
         }
     }
@@ -306,8 +337,13 @@ impl FlowOps for TcpFlow {
                     r.reopened_s = Some(now.secs_f64());
                     r.hold_until_s = Some(until.secs_f64());
                     r.receiver_rto_ms = fs.records.last().map(|x| x.rto.ms_f64());
-                    // The window update that ends the freeze: holding starts after it.
-                    self.emit_ack(net);
+                    if fs.reopen_at().is_some() {
+                        // `hold_closed`: the window stays shut; it reopens when holding ends.
+                        self.arm_reopen(net);
+                    } else {
+                        // The window update that ends the freeze: holding starts after it.
+                        self.emit_ack(net);
+                    }
                 }
             }
         }

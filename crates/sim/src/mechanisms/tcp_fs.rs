@@ -20,6 +20,12 @@
 //!    window, and it slow-starts from one segment. Data that arrives during holding is accepted
 //!    and delivered, not acknowledged; data arriving after it is acknowledged as usual.
 //!
+//! Two variants the paper's text leaves open (`tcp_fs.reset_rto`, `tcp_fs.hold_closed`, both off
+//! by default): at completion the receiver may forget the old path's samples and hold for the
+//! initial RTO (RFC 6298 2.1: 1 s for a path without samples); and the window may stay closed
+//! through the holding, reopened by the first ACK after it (a window update the flow sends when
+//! the holding ends), rather than at completion.
+//!
 //! RTT samples come from the timestamp echo of arriving data (RFC 7323: the sender echoes the
 //! TSval of the receiver's newest ACK), as Linux's `tcp_rcv_rtt_measure_ts()` measures.
 
@@ -102,6 +108,9 @@ pub struct FsRecord {
 pub struct TcpFs {
     pub est: RtoEstimator,
     pub margin: f64,
+    /// `tcp_fs.reset_rto`, `tcp_fs.hold_closed`.
+    pub reset_rto: bool,
+    pub hold_closed: bool,
     pub phase: Phase,
     pub records: Vec<FsRecord>,
     /// ACKs sent with a zero window, and ACKs withheld while holding.
@@ -116,6 +125,8 @@ impl TcpFs {
         TcpFs {
             est: RtoEstimator::new(o.alpha, o.beta, o.k, floor),
             margin: o.margin,
+            reset_rto: o.reset_rto,
+            hold_closed: o.hold_closed,
             phase: Phase::Normal,
             records: Vec::new(),
             zero_window_acks: 0,
@@ -144,6 +155,9 @@ impl TcpFs {
     /// The handoff completed: the window reopens (the caller sends that update now) and ACKs
     /// are held until the returned time.
     pub fn complete(&mut self, now: Time) -> Time {
+        if self.reset_rto {
+            self.est.est = None;
+        }
         let rto = self.est.rto();
         let until = now + Time::from_secs_f64(rto.secs_f64() * (1.0 + self.margin));
         self.phase = Phase::Holding { until };
@@ -155,12 +169,22 @@ impl TcpFs {
         until
     }
 
-    /// The window to advertise, given the receiver's normal one.
+    /// The window to advertise, given the receiver's normal one: zero while frozen, and with
+    /// `hold_closed` while holding.
     pub fn window(&self, normal: u64) -> u64 {
-        if self.phase == Phase::Frozen {
-            0
-        } else {
-            normal
+        match self.phase {
+            Phase::Frozen => 0,
+            Phase::Holding { .. } if self.hold_closed => 0,
+            _ => normal,
+        }
+    }
+
+    /// With `hold_closed`, when the holding ends: the flow then sends the window update that
+    /// reopens the window (no data can arrive to draw an ACK while it is closed).
+    pub fn reopen_at(&self) -> Option<Time> {
+        match self.phase {
+            Phase::Holding { until } if self.hold_closed => Some(until),
+            _ => None,
         }
     }
 
@@ -253,6 +277,56 @@ mod tests {
                 rto: ms(750.0),
             }]
         );
+    }
+
+    #[test]
+    fn a_reset_estimate_holds_for_the_initial_rto() {
+        // Samples of 40 ms: srtt 40, rttvar 20 -> 15 -> rto 100, floored at 200 ms; holding
+        // 1.1 x 200 = 220 ms. Reset: the initial 1 s, holding 1.1 s; the next sample (440 ms,
+        // the new path) starts afresh: srtt 440, rttvar 220 -> rto 1320 ms.
+        for (reset, hold_ms) in [(false, 220.0), (true, 1100.0)] {
+            let o = TcpFsOptions {
+                reset_rto: reset,
+                ..TcpFsOptions::default()
+            };
+            let mut fs = TcpFs::new(&o, ms(200.0));
+            fs.on_data(Time::from_secs(1), Time::from_secs(1) - ms(40.0));
+            fs.on_data(Time::from_secs(2), Time::from_secs(2) - ms(40.0));
+            fs.start(Time::from_secs(10));
+            let until = fs.complete(Time::from_secs(11));
+            assert!(
+                ((until - Time::from_secs(11)).ms_f64() - hold_ms).abs() < 1e-6,
+                "reset {reset}: {until:?}"
+            );
+            if reset {
+                fs.on_data(Time::from_secs(12), Time::from_secs(12) - ms(440.0));
+                assert!((fs.est.rto().ms_f64() - 1320.0).abs() < 1e-6);
+            }
+        }
+    }
+
+    #[test]
+    fn hold_closed_keeps_the_zero_window_until_the_holding_ends() {
+        let o = TcpFsOptions {
+            hold_closed: true,
+            ..TcpFsOptions::default()
+        };
+        let mut fs = TcpFs::new(&o, ms(200.0));
+        fs.start(Time::from_secs(10));
+        assert_eq!(fs.reopen_at(), None, "frozen, not yet holding");
+        // No sample: the initial 1 s, holding 1.1 s.
+        let until = fs.complete(Time::from_secs(11));
+        assert_eq!(until, Time::from_secs(11) + ms(1100.0));
+        assert_eq!(fs.window(65_535), 0, "still closed while holding");
+        assert_eq!(fs.reopen_at(), Some(until));
+        assert!(!fs.may_ack(until - ms(1.0)));
+        assert!(fs.may_ack(until));
+        assert_eq!((fs.window(65_535), fs.reopen_at()), (65_535, None));
+        // The default reopens at completion.
+        let mut open = TcpFs::new(&TcpFsOptions::default(), ms(200.0));
+        open.start(Time::from_secs(10));
+        open.complete(Time::from_secs(11));
+        assert_eq!((open.window(65_535), open.reopen_at()), (65_535, None));
     }
 
     #[test]

@@ -24,11 +24,19 @@
 //!   More duplicate ACKs than segments out beyond the holes mean reordering (or duplicates of
 //!   spurious retransmissions) and raise the duplicate-ACK threshold to the segments out, as
 //!   Linux `tcp_check_reno_reordering()`/`tcp_limit_reno_sacked()`; a timeout while few
-//!   duplicates were seen brings it back (`tcp_enter_loss()`).
+//!   duplicates were seen brings it back (`tcp_enter_loss()`). Recovery and Loss end only
+//!   once the cumulative ACK passes the recovery point (snd_una > high_seq, not >=): Linux
+//!   `tcp_is_non_sack_preventing_reopen()` (net/ipv4/tcp_input.c, "for Reno it is a MUST to
+//!   prevent false fast retransmits"; RFC 6582 section 4), so the duplicate ACKs that a
+//!   timeout's go-back-N copies of data already received cause start no fast retransmit.
 //! - Window reduction in recovery: Proportional Rate Reduction, RFC 6937, as Linux
 //!   `tcp_cwnd_reduction()`; recovery ends with cwnd = ssthresh (`tcp_end_cwnd_reduction()`).
 //! - Retransmission timeout: Linux `tcp_enter_loss()`: every un-SACKed segment marked lost,
 //!   cwnd = 1, slow start, retransmissions in sequence order. F-RTO and undo are not modelled.
+//!   ssthresh is cut once per loss episode (Linux: only on the first timeout, or when an RTT
+//!   sample has cleared the backoff since); `tcp.timeout_ssthresh = "every-timeout"` cuts it
+//!   at every timeout as ns-2's `TcpAgent::timeout()` does (`slowdown(CLOSE_SSTHRESH_HALF |
+//!   CLOSE_CWND_RESTART)`, ns-2 tcp.cc), so a backed-off timeout at cwnd 1 sets it to 2.
 //! - Delivery-rate sampling for BBR: Linux net/ipv4/tcp_rate.c
 //!   (draft-cheng-iccrg-delivery-rate-estimation).
 //! - A zero receive window: no new data; the persist timer (RFC 9293 3.8.6.1, Linux
@@ -45,7 +53,7 @@
 use super::cc::{AckInfo, CaState, CongestionControl, Coupling, CwndEvent, RateSample, Window};
 use crate::net::packet::{flags, Kind, Packet};
 use railpath_core::Time;
-use railpath_scenario::{LossDetection, RtoFormula, TcpConfig};
+use railpath_scenario::{LossDetection, RtoFormula, TcpConfig, TimeoutSsthresh};
 use std::collections::VecDeque;
 
 const SACKED: u8 = 1;
@@ -106,6 +114,8 @@ pub struct SenderConfig {
     /// A fixed send buffer, segments: no new data while this many are sent and not acknowledged
     /// (`tcp.send_buffer_bytes`; ns-3's `TcpSocket::SndBufSize`).
     pub send_buffer_segs: Option<u32>,
+    /// Cut ssthresh at every retransmission timeout (ns-2), not once per episode (Linux).
+    pub ssthresh_every_timeout: bool,
 }
 
 impl SenderConfig {
@@ -125,6 +135,7 @@ impl SenderConfig {
             send_buffer_segs: c
                 .send_buffer_bytes
                 .map(|b| (b / c.mss_bytes as u64).clamp(1, u32::MAX as u64) as u32),
+            ssthresh_every_timeout: c.timeout_ssthresh == TimeoutSsthresh::EveryTimeout,
         }
     }
 }
@@ -668,7 +679,9 @@ impl TcpSender {
             // A timeout after many duplicates: the reordering degree was overestimated.
             self.reordering = self.reordering.min(DUPTHRESH);
         }
-        if self.state != CaState::Loss || self.backoff == 0 {
+        // Linux cuts ssthresh once per episode: on the first timeout, or on a later one after an
+        // RTT sample cleared the backoff; ns-2 at every timeout.
+        if self.cfg.ssthresh_every_timeout || self.state != CaState::Loss || self.backoff == 0 {
             self.w.ssthresh = self.cc.ssthresh(&self.w, now);
             self.note_loss_event();
         }
@@ -861,7 +874,7 @@ impl TcpSender {
 
         // 5. End of recovery.
         match self.state {
-            CaState::Recovery if self.snd_una >= self.high_seq => {
+            CaState::Recovery if self.past_recovery_point() => {
                 if self.w.ssthresh < u32::MAX {
                     self.w.cwnd = self.w.ssthresh.max(1);
                 }
@@ -869,7 +882,7 @@ impl TcpSender {
                 self.state = CaState::Open;
                 self.cc.set_state(&mut self.w, CaState::Open, now);
             }
-            CaState::Loss if self.snd_una >= self.high_seq => {
+            CaState::Loss if self.past_recovery_point() => {
                 self.state = CaState::Open;
                 self.cc.set_state(&mut self.w, CaState::Open, now);
             }
@@ -1115,6 +1128,19 @@ impl TcpSender {
         newly
     }
 
+    /// Whether Recovery or Loss may end: the cumulative ACK has reached the recovery point, and
+    /// without SACK passed it. Linux `tcp_is_non_sack_preventing_reopen()`: a Reno sender holds
+    /// its state while snd_una == high_seq, "until something *above* high_seq is ACKed", since
+    /// the duplicate ACKs still to come may be those of its own retransmissions of data that had
+    /// arrived (a timeout's go-back-N), which must not start a fast retransmit (RFC 6582 section 4).
+    fn past_recovery_point(&self) -> bool {
+        if self.cfg.sack {
+            self.snd_una >= self.high_seq
+        } else {
+            self.snd_una > self.high_seq
+        }
+    }
+
     /// RFC 6582 with Linux's SACK emulation. Returns segments newly marked lost.
     fn newreno_on_ack(&mut self, advanced: bool) -> u32 {
         let head_unmarked = self.packets_out() > 0 && self.segs[0].flags & (LOST | RETRANS) == 0;
@@ -1223,6 +1249,7 @@ mod tests {
             tlp: sack,
             linux_rto: false,
             send_buffer_segs: None,
+            ssthresh_every_timeout: false,
         }
     }
 
@@ -1508,13 +1535,16 @@ mod tests {
         );
         s.on_ack(&ack(0, &[], t0), t1, &Coupling::NONE);
         assert_eq!((s.reordering, s.sacked_out), (4, 3));
-        // Everything is acked: recovery ends; 4 new segments and 3 duplicates no longer start a
-        // fast retransmit.
+        // Everything is acked, up to the recovery point (4) but not past it: without SACK the
+        // sender stays in Recovery (tcp_is_non_sack_preventing_reopen); the ACK of a new segment
+        // ends it. Of 4 segments then out, 3 duplicates no longer start a fast retransmit.
         s.on_ack(&ack(4, &[], t0), Time::from_ms(60), &Coupling::NONE);
+        assert_eq!(s.state, CaState::Recovery);
+        send_n(&mut s, 5, Time::from_ms(60));
+        s.on_ack(&ack(5, &[], t0), Time::from_ms(110), &Coupling::NONE);
         assert_eq!(s.state, CaState::Open);
-        send_n(&mut s, 4, Time::from_ms(60));
         for _ in 0..3 {
-            s.on_ack(&ack(4, &[], t0), Time::from_ms(110), &Coupling::NONE);
+            s.on_ack(&ack(5, &[], t0), Time::from_ms(110), &Coupling::NONE);
         }
         assert_eq!(
             (s.state, s.lost_out(), s.stats.fast_recoveries),
@@ -1546,6 +1576,114 @@ mod tests {
         s.retransmit_lost(t2, &mut |p| v.push(p));
         assert_eq!(v.len(), 1, "cwnd 1 after RTO");
         assert_eq!(v[0].seq, 0);
+    }
+
+    /// Fire the pending timer (a retransmission timeout, no TLP without SACK) and retransmit
+    /// what the window then allows; the retransmitted sequences.
+    fn time_out(s: &mut TcpSender) -> (Time, Vec<u32>) {
+        let t = s.xmit_deadline().unwrap();
+        let mut v = Vec::new();
+        s.on_timer(t, &mut |p| v.push(p), false, || None);
+        s.retransmit_lost(t, &mut |p| v.push(p));
+        (t, v.iter().map(|p| p.seq).collect())
+    }
+
+    #[test]
+    fn newreno_go_back_n_duplicates_after_a_spurious_timeout_start_no_fast_retransmit() {
+        // 10 segments all arrive, but their ACKs are held past the RTO (a handoff). The timeout
+        // marks all 10 lost (high_seq = 10) and go-back-N resends 0; the late ACKs then let slow
+        // start resend 1-2 and 3-6, copies of data the receiver has. The ACK of everything (10)
+        // reaches the recovery point, not past it.
+        let mut s = sender(false, false);
+        send_n(&mut s, 10, Time::ZERO);
+        let (t, resent) = time_out(&mut s);
+        assert_eq!((s.state, resent), (CaState::Loss, vec![0]));
+        let mut v = Vec::new();
+        let mut seqs = |s: &mut TcpSender, cum: u32, at: Time| {
+            s.on_ack(&ack(cum, &[], Time::ZERO), at, &Coupling::NONE);
+            v.clear();
+            s.retransmit_lost(at, &mut |p| v.push(p));
+            v.iter().map(|p| p.seq).collect::<Vec<_>>()
+        };
+        // cwnd 1 -> 2 -> 4 in slow start (ssthresh 5).
+        assert_eq!(seqs(&mut s, 1, t + Time::from_ms(10)), vec![1, 2]);
+        assert_eq!(seqs(&mut s, 3, t + Time::from_ms(20)), vec![3, 4, 5, 6]);
+        s.on_ack(
+            &ack(10, &[], Time::ZERO),
+            t + Time::from_ms(30),
+            &Coupling::NONE,
+        );
+        assert_eq!(s.state, CaState::Loss, "held at snd_una == high_seq");
+        // New data leaves; the copies 1-6 reach the receiver and each draws a duplicate of ACK 10.
+        send_n(&mut s, 4, t + Time::from_ms(30));
+        for _ in 0..6 {
+            s.on_ack(
+                &ack(10, &[], Time::ZERO),
+                t + Time::from_ms(40),
+                &Coupling::NONE,
+            );
+        }
+        // Without the rule the sender would be Open here and the third duplicate would resend
+        // segment 10, a fast recovery with ssthresh halved again.
+        assert_eq!(
+            (s.state, s.stats.fast_recoveries, s.lost_out(), s.w.ssthresh),
+            (CaState::Loss, 0, 0, 5)
+        );
+        // The ACK of new data passes high_seq: the sender opens.
+        s.on_ack(
+            &ack(11, &[], Time::ZERO),
+            t + Time::from_ms(50),
+            &Coupling::NONE,
+        );
+        assert_eq!((s.state, s.stats.fast_recoveries), (CaState::Open, 0));
+    }
+
+    #[test]
+    fn a_sack_sender_opens_at_the_recovery_point() {
+        // With SACK, duplicates are told apart by their SACK blocks: no need to hold the state.
+        let mut s = sender(true, false);
+        send_n(&mut s, 4, Time::ZERO);
+        // Skip the TLP to reach the RTO.
+        let _ = time_out(&mut s);
+        let (t, _) = time_out(&mut s);
+        assert_eq!(s.state, CaState::Loss);
+        s.on_ack(
+            &ack(4, &[], Time::ZERO),
+            t + Time::from_ms(10),
+            &Coupling::NONE,
+        );
+        assert_eq!(s.state, CaState::Open);
+    }
+
+    #[test]
+    fn ssthresh_is_cut_once_per_episode_as_linux_or_at_every_timeout_as_ns2() {
+        // cwnd 20, no ACK comes back: timeouts at 1, 3 and 7 s (backoff 1, 2, 4 s).
+        // Linux: the first cuts ssthresh to 20 / 2 = 10, the backed-off ones keep it.
+        // ns-2: the first to 10, the second to max(1 / 2, 2) = 2 (cwnd 1 after the first), the
+        // third to 2.
+        for (every, expected) in [(false, [10, 10, 10]), (true, [10, 2, 2])] {
+            let mut s = TcpSender::new(
+                SenderConfig {
+                    ssthresh_every_timeout: every,
+                    ..cfg(false, false)
+                },
+                Box::new(NewReno),
+                0,
+                1 << 30,
+            );
+            s.w.cwnd = 20;
+            send_n(&mut s, 20, Time::ZERO);
+            let mut got = [0; 3];
+            let mut at = [Time::ZERO; 3];
+            for i in 0..3 {
+                let (t, resent) = time_out(&mut s);
+                assert_eq!((s.cwnd(), resent), (1, vec![0]));
+                (got[i], at[i]) = (s.w.ssthresh, t);
+            }
+            assert_eq!(got, expected, "every timeout: {every}");
+            assert_eq!(at, [1, 3, 7].map(Time::from_secs));
+            assert_eq!(s.stats.rto_count, 3);
+        }
     }
 
     #[test]
