@@ -1,7 +1,8 @@
 //! `railpath bench [--case SUBSTR] [--repeat N]`: time the simulator on embedded scenarios.
 //! Prints one JSON object per case and line: `{"case", "wall_s", "events", "events_per_s",
-//! "sim_s"}` (results.md, section CLI). Each scenario is parsed and validated once; `wall_s` is
-//! the best of N runs of `railpath_sim::run` alone, the least disturbed by other load.
+//! "sim_s", "packets", "ns_per_packet"}` (docs/output-contract.md). Each scenario is parsed and
+//! validated once; `wall_s` is the best of N runs of `railpath_sim::run` alone, the least
+//! disturbed by other load; `packets` are what the links carried in the data direction.
 
 use crate::{print_stdout, CliError};
 use std::time::Instant;
@@ -94,29 +95,107 @@ fn proxy_lb(which: &str) -> String {
     text.replace("duration_s = 960\n", "duration_s = 60\n")
 }
 
+/// The scaling cases' duration, s.
+const SCALE_S: u32 = 20;
+
+/// `n` bulk CUBIC flows, all from 0 s, sharing one link of `n` x 10 Mbit/s, 10 ms, `n` x 100
+/// packets, for [`SCALE_S`] s: the work per flow stays the same as `n` grows, so the cost per
+/// delivered packet shows what the simulator's own cost does with the number of flows.
+fn scale_tcp(n: usize) -> String {
+    let mut t = format!(
+        "[run]\nduration_s = {SCALE_S}\nseed = 1\n\n[[link]]\nid = \"a\"\nrate_mbps = {}\n\
+         delay_ms = 10\nbuffer_packets = {}\n",
+        10 * n,
+        100 * n
+    );
+    for i in 0..n {
+        t += &format!(
+            "\n[[flow]]\nid = \"f{i}\"\nkind = \"tcp\"\ncc = \"cubic\"\npaths = [\"a\"]\n"
+        );
+    }
+    t
+}
+
+/// `n` bulk MPTCP connections (LIA, minRTT), all from 0 s, each with a subflow over both of two
+/// shared carriers of `n` x 10 Mbit/s, 10 ms, `n` x 100 packets, for [`SCALE_S`] s.
+fn scale_mptcp(n: usize) -> String {
+    let mut t = format!("[run]\nduration_s = {SCALE_S}\nseed = 1\n");
+    for id in ["a", "b"] {
+        t += &format!(
+            "\n[[link]]\nid = \"{id}\"\nrate_mbps = {}\ndelay_ms = 10\nbuffer_packets = {}\n",
+            10 * n,
+            100 * n
+        );
+    }
+    for i in 0..n {
+        t += &format!(
+            "\n[[flow]]\nid = \"m{i}\"\nkind = \"mptcp\"\ncc = \"lia\"\n\
+             scheduler = \"minrtt\"\npaths = [\"a\", \"b\"]\n"
+        );
+    }
+    t
+}
+
+/// The flow counts of the scaling cases: TCP, MPTCP.
+pub const SCALE_TCP: [usize; 4] = [1, 10, 100, 1000];
+pub const SCALE_MPTCP: [usize; 3] = [1, 10, 100];
+
+/// A benchmark case's scenario TOML, made only for the cases that run (the largest scaling
+/// case's text is 100 kB).
+pub type Text = Box<dyn Fn() -> String>;
+
 /// The benchmark cases: (name, scenario TOML).
-pub fn cases() -> Vec<(&'static str, String)> {
-    vec![
-        ("tcp-newreno-10mbps-10ms-100pkt-60s", single_bulk("newreno")),
-        ("tcp-cubic-10mbps-10ms-100pkt-60s", single_bulk("cubic")),
-        ("tcp-bbr-10mbps-10ms-100pkt-60s", single_bulk("bbr")),
+pub fn cases() -> Vec<(String, Text)> {
+    let fixed: Vec<(&str, Text)> = vec![
+        (
+            "tcp-newreno-10mbps-10ms-100pkt-60s",
+            Box::new(|| single_bulk("newreno")),
+        ),
+        (
+            "tcp-cubic-10mbps-10ms-100pkt-60s",
+            Box::new(|| single_bulk("cubic")),
+        ),
+        (
+            "tcp-bbr-10mbps-10ms-100pkt-60s",
+            Box::new(|| single_bulk("bbr")),
+        ),
         (
             "mptcp-lia-minrtt-2x10mbps-10ms-100pkt-60s",
-            mptcp_two_links(),
+            Box::new(mptcp_two_links),
         ),
         (
             "mptcp-uncoupled-cubic-linux-default-2x10mbps-10ms-100pkt-outage-60s",
-            mptcp_linux_outage(),
+            Box::new(mptcp_linux_outage),
         ),
         (
             "mptcp-lia-roundrobin-bloat-monitor-udp-cross-traffic-60s",
-            bloat_monitor(),
+            Box::new(bloat_monitor),
         ),
-        ("tcp-cubic-bond-wifi-a54-g36-ack-filter-60s", bond_filter()),
-        ("proxy-lb-5-cars-mptcp-proxy-minrtt-60s", proxy_lb("mptcp")),
-        ("proxy-lb-5-cars-load-balancer-60s", proxy_lb("lb")),
+        (
+            "tcp-cubic-bond-wifi-a54-g36-ack-filter-60s",
+            Box::new(bond_filter),
+        ),
+        (
+            "proxy-lb-5-cars-mptcp-proxy-minrtt-60s",
+            Box::new(|| proxy_lb("mptcp")),
+        ),
+        (
+            "proxy-lb-5-cars-load-balancer-60s",
+            Box::new(|| proxy_lb("lb")),
+        ),
         // More cases: add a (name, TOML) pair here.
-    ]
+    ];
+    let mut v: Vec<(String, Text)> = fixed.into_iter().map(|(n, t)| (n.to_string(), t)).collect();
+    // The scaling cases: the same work per flow, more flows.
+    for n in SCALE_TCP {
+        let name = format!("scale-tcp-{n}-cubic-shared-link-{SCALE_S}s");
+        v.push((name, Box::new(move || scale_tcp(n))));
+    }
+    for n in SCALE_MPTCP {
+        let name = format!("scale-mptcp-{n}-lia-minrtt-2-shared-links-{SCALE_S}s");
+        v.push((name, Box::new(move || scale_mptcp(n))));
+    }
+    v
 }
 
 pub fn main(args: Args) -> Result<(), CliError> {
@@ -125,7 +204,7 @@ pub fn main(args: Args) -> Result<(), CliError> {
         .filter(|(name, _)| args.case.as_deref().is_none_or(|c| name.contains(c)))
         .collect();
     if selected.is_empty() {
-        let names: Vec<&str> = cases().iter().map(|(n, _)| *n).collect();
+        let names: Vec<String> = cases().into_iter().map(|(n, _)| n).collect();
         return Err(CliError::Input(format!(
             "--case {:?} matches no benchmark case; cases: {}",
             args.case.unwrap_or_default(),
@@ -134,7 +213,7 @@ pub fn main(args: Args) -> Result<(), CliError> {
     }
     for (name, text) in selected {
         let file = format!("bench case {name}");
-        let scenario = railpath_scenario::parse_str(&text, &file)?;
+        let scenario = railpath_scenario::parse_str(&text(), &file)?;
         let scenario = scenario.validate()?;
         let mut best = f64::INFINITY;
         let mut summary = None;
@@ -145,9 +224,11 @@ pub fn main(args: Args) -> Result<(), CliError> {
             summary = Some(r.summary);
         }
         let Some(s) = summary else { continue };
+        // Packets the links carried to their far end in the data direction.
+        let packets = s.links.iter().map(|l| l.forwarded_packets).sum();
         print_stdout(&format!(
             "{}\n",
-            line(name, best, s.events, s.sim_duration_s)
+            line(&name, best, s.events, s.sim_duration_s, packets)
         ))?;
     }
     Ok(())
@@ -161,12 +242,19 @@ struct Line<'a> {
     events: u64,
     events_per_s: f64,
     sim_s: f64,
+    packets: u64,
+    ns_per_packet: f64,
 }
 
 /// The JSON line of one case.
-fn line(case: &str, wall_s: f64, events: u64, sim_s: f64) -> String {
+fn line(case: &str, wall_s: f64, events: u64, sim_s: f64, packets: u64) -> String {
     let events_per_s = if wall_s > 0.0 {
         events as f64 / wall_s
+    } else {
+        0.0
+    };
+    let ns_per_packet = if packets > 0 {
+        wall_s * 1e9 / packets as f64
     } else {
         0.0
     };
@@ -176,6 +264,8 @@ fn line(case: &str, wall_s: f64, events: u64, sim_s: f64) -> String {
         events,
         events_per_s,
         sim_s,
+        packets,
+        ns_per_packet,
     };
     serde_json::to_string(&l)
         .unwrap_or_else(|e| format!("{{\"case\":{case:?},\"error\":{:?}}}", e.to_string()))
@@ -188,8 +278,33 @@ mod tests {
     #[test]
     fn every_case_is_a_valid_scenario() {
         for (name, text) in cases() {
-            let s = railpath_scenario::parse_str(&text, name).unwrap_or_else(|e| panic!("{e}"));
+            let name = name.as_str();
+            let s = railpath_scenario::parse_str(&text(), name).unwrap_or_else(|e| panic!("{e}"));
             s.validate().unwrap_or_else(|e| panic!("{e}"));
+            // The scaling cases: the flows the name says, on links of 10 Mbit/s and 100
+            // packets per flow, every flow over every link.
+            if let Some(rest) = name.strip_prefix("scale-") {
+                let mut words = rest.split('-');
+                let kind = words.next().unwrap();
+                let n: usize = words.next().unwrap().parse().unwrap();
+                assert_eq!(s.run.duration_s, f64::from(SCALE_S), "{name}");
+                assert_eq!(s.flows.len(), n, "{name}");
+                assert_eq!(s.links.len(), if kind == "mptcp" { 2 } else { 1 }, "{name}");
+                for l in &s.links {
+                    let (rate, buffer) = (10.0 * n as f64, 100 * n as u64);
+                    assert_eq!(
+                        (l.rate_mbps, l.delay_ms, l.buffer_packets.map(u64::from)),
+                        (Some(rate), 10.0, Some(buffer)),
+                        "{name}"
+                    );
+                }
+                for f in &s.flows {
+                    assert_eq!(f.kind.as_str(), kind, "{name}");
+                    assert!(name.contains(&f.cc), "{name} runs {}", f.cc);
+                    assert_eq!(f.paths.len(), s.links.len(), "{name}");
+                }
+                continue;
+            }
             assert_eq!(s.run.duration_s, 60.0, "{name}");
             // The PROXY-LB cases: the cars the name says, each behind the proxy (mptcp flows)
             // or the balancer (tcp flows through it), each with its in-car link.
@@ -276,19 +391,21 @@ mod tests {
 
     #[test]
     fn line_computes_rate() {
-        let v: serde_json::Value = serde_json::from_str(&line("x", 0.5, 1000, 60.0)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line("x", 0.5, 1000, 60.0, 250)).unwrap();
         assert_eq!(v["case"], "x");
         assert_eq!(v["events"], 1000);
         assert_eq!(v["events_per_s"], 2000.0);
         assert_eq!(v["sim_s"], 60.0);
         assert_eq!(v["wall_s"], 0.5);
+        assert_eq!(v["packets"], 250);
+        assert_eq!(v["ns_per_packet"], 2e6);
     }
 
     #[test]
     fn line_keeps_the_documented_field_order() {
         assert_eq!(
-            line("x", 0.5, 1000, 60.0),
-            r#"{"case":"x","wall_s":0.5,"events":1000,"events_per_s":2000.0,"sim_s":60.0}"#
+            line("x", 0.5, 1000, 60.0, 250),
+            r#"{"case":"x","wall_s":0.5,"events":1000,"events_per_s":2000.0,"sim_s":60.0,"packets":250,"ns_per_packet":2000000.0}"#
         );
     }
 }
