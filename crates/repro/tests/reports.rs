@@ -7,7 +7,7 @@
 use railpath_repro::{Cause, Options, Reproduction};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 fn out_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("railpath-{name}-{}", std::process::id()));
@@ -153,8 +153,8 @@ fn pha_reproduction_summary_report_and_index() {
     let t = Instant::now();
     let r = reproduce("pha", &out, 10);
     let took = t.elapsed();
-    // The budget; the run takes a few seconds (docs/performance.md).
-    assert!(took < Duration::from_secs(120), "took {took:?}");
+    // Reported, not asserted (no timed assertions): the budget is 120 s (docs/performance.md).
+    eprintln!("took {took:?}");
     let v = summary(&r);
     assert_eq!(v["paper"], "pha");
     assert_eq!(v["format"], "railpath-repro/1");
@@ -283,7 +283,8 @@ fn tcp_fs_reproduction_summary_claims_and_report() {
     let r = reproduce("tcp-fs", &out, 10);
     let took = t.elapsed();
     // The budget; the run takes about a second (docs/performance.md).
-    assert!(took < Duration::from_secs(60), "took {took:?}");
+    // Reported, not asserted (no timed assertions): the budget is 60 s (docs/performance.md).
+    eprintln!("took {took:?}");
     let v = summary(&r);
     assert_eq!(v["paper"], "tcp-fs");
     assert_eq!(v["format"], "railpath-repro/1");
@@ -389,8 +390,8 @@ fn bloat_reproduction_summary_claims_and_report() {
     let t = Instant::now();
     let r = reproduce("bloat", &out, 10);
     let took = t.elapsed();
-    // The budget; the run takes a few seconds (docs/performance.md).
-    assert!(took < Duration::from_secs(60), "took {took:?}");
+    // Reported, not asserted (no timed assertions): the budget is 60 s (docs/performance.md).
+    eprintln!("took {took:?}");
     let v = summary(&r);
     assert_eq!(v["paper"], "bloat");
     assert_eq!(v["seeds"], 10);
@@ -466,7 +467,8 @@ fn bond_reproduction_summary_claims_and_report() {
     let r = reproduce("bond", &out, 10);
     let took = t.elapsed();
     // The budget; the run takes about 8 s on 2 cores (docs/performance.md).
-    assert!(took < Duration::from_secs(60), "took {took:?}");
+    // Reported, not asserted (no timed assertions): the budget is 60 s (docs/performance.md).
+    eprintln!("took {took:?}");
     let v = summary(&r);
     assert_eq!(v["paper"], "bond");
     assert_eq!(v["seeds"], 10);
