@@ -19,6 +19,8 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	python3 scripts/layers.py
+	# The fuzz targets are their own workspace: check they still compile against the crates.
+	$(CARGO) check --quiet --manifest-path fuzz/Cargo.toml --bins
 
 test: setup lint
 	CARGO="$(CARGO)" ./scripts/test.sh

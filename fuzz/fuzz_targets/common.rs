@@ -11,7 +11,10 @@ pub const SMALL: Budget = Budget {
 /// Validate `s` as the CLI does and, when its estimate fits [`SMALL`] and it names no file,
 /// run it: a valid scenario must never panic, hang or exhaust memory in the engine.
 pub fn validate_and_run(s: &Scenario) {
-    if s.validate().is_err() || s.check_size(SMALL).is_err() {
+    let Ok(r) = s.validate() else {
+        return;
+    };
+    if s.check_size(SMALL).is_err() {
         return;
     }
     let names_files = s
@@ -23,6 +26,6 @@ pub fn validate_and_run(s: &Scenario) {
             .any(|c| c.csv.is_some() || c.mahimahi.is_some())
         || s.flows.iter().any(|f| f.handover_table.is_some());
     if !names_files {
-        let _ = railpath_sim::run(s);
+        let _ = railpath_sim::run(&r);
     }
 }

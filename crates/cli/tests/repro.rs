@@ -300,3 +300,45 @@ fn proxy_lb_kernel_side_on_the_testbed() {
     assert!(stderr.contains("car1 balancer lb -> isp-a"), "{stderr}");
     assert!(stderr.contains("car2 proxy"), "{stderr}");
 }
+
+/// `railpath repro train --testbed`: PHA-D by railpath-gateway's controller on the namespace
+/// testbed over the line's first 20 s (seed 1), beside the simulator on the same seed; the
+/// simulator's study runs as without `--testbed`.
+#[test]
+fn train_kernel_side_on_the_testbed() {
+    if let Err(e) = railpath_linkem::check_environment() {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "SKIP repro train --testbed: {e}");
+        return;
+    }
+    let out = out_dir("repro-train-testbed");
+    let o = Command::new(env!("CARGO_BIN_EXE_railpath"))
+        .args([
+            "repro",
+            "train",
+            "--testbed",
+            "--testbed-runs",
+            "1",
+            "--testbed-duration",
+            "20",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .expect("run railpath");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    // The controller flipped carriers to backup and back on the kernel.
+    assert!(stderr.contains("to backup"), "{stderr}");
+    let v = summary_of("train", &out);
+    for stack in ["simulator", "kernel"] {
+        let (whole, ..) = number(&v, &format!("kernel_side_{stack}_whole_pct"));
+        // A paired change of the whole run's goodput: finite and far from -100 % (the kernel
+        // carried the download with and without PHA-D).
+        assert!(whole.is_finite() && whole > -50.0, "{stack}: {whole}");
+    }
+    let page = std::fs::read_to_string(out.join("train/report.html")).unwrap();
+    assert!(page.contains("The kernel side") && page.contains("railpath-gateway"));
+    assert!(!page.contains("Not run: <code>railpath repro train --testbed"));
+    std::fs::remove_dir_all(&out).unwrap();
+}
