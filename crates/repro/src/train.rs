@@ -1061,3 +1061,69 @@ fn setup_html(table: &railpath_radio::table::HandoverTable) -> String {
         zones.join("; ")
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(goodput: f64, at: &[(&str, f64)]) -> Run {
+        Run {
+            goodput_bps: goodput,
+            at_handover: at.iter().map(|(_, g)| *g).collect(),
+            handovers: at
+                .iter()
+                .map(|(k, _)| Handover {
+                    carrier: "A".into(),
+                    t_s: 1.0,
+                    position_m: 0.0,
+                    kind: (*k).into(),
+                    outage_ms: 40.0,
+                })
+                .collect(),
+            subflow: vec![],
+        }
+    }
+
+    #[test]
+    fn window_means_the_bins_it_covers() {
+        // Bins of 0.1 s: [0.5, 1.5) is bins 5..15, values 5..14, mean 9.5.
+        let v: Vec<f64> = (0..20).map(f64::from).collect();
+        assert_eq!(window(&v, 0.1, 0.5, 1.5), 9.5);
+        // Out of the run: undefined, not a partial mean.
+        assert!(window(&v, 0.1, -0.5, 0.5).is_nan());
+        assert!(window(&v, 0.1, 1.5, 2.5).is_nan());
+    }
+
+    #[test]
+    fn gains_are_paired_and_the_split_by_kind_is_in_mbps() {
+        let plain = [
+            run(10e6, &[("success", 4e6), ("failure", 0.0)]),
+            run(20e6, &[("success", 8e6)]),
+        ];
+        let with = [
+            run(11e6, &[("success", 5e6), ("failure", 1e6)]),
+            run(18e6, &[("success", 6e6)]),
+        ];
+        let (p, w) = (refs(&plain), refs(&with));
+        // Seed 1: +10 %, seed 2: -10 %.
+        assert_eq!(
+            gains(&p, &w, |r| r.goodput_bps),
+            vec![10.000000000000009, -9.999999999999998]
+        );
+        // At successes: +1 and -2 Mbit/s; at failures only seed 1 has one: +1 Mbit/s (a ratio
+        // to the plain flow's 0 would be infinite and is why the split is a difference).
+        let ok = diffs(&p, &w, |r| at_kind(r, |k| k == "success"));
+        assert_eq!(ok, vec![1.0, -2.0]);
+        let bad = diffs(&p, &w, |r| at_kind(r, |k| k != "success"));
+        assert_eq!(bad, vec![1.0]);
+        assert!(gains(&p, &w, |r| at_kind(r, |k| k == "failure")).is_empty());
+    }
+
+    #[test]
+    fn the_single_carrier_line_has_one_tcp_flow() {
+        let s = sim::load(&single_text().unwrap(), LINE_FILE, &[]).unwrap();
+        assert_eq!(s.flows.len(), 1);
+        assert_eq!(s.flows[0].paths, vec!["a".to_string()]);
+        assert_eq!(s.carriers.len(), 2);
+    }
+}
