@@ -88,6 +88,7 @@ fn scenario(job: &Job) -> Result<Scenario, String> {
     s.flows[mp].mechanisms = vec!["bloat-monitor".into()];
     s.flows[mp].bloat_monitor = Some(railpath_scenario::BloatMonitorOptions {
         retransmit: job.monitor,
+        average_s: None,
     });
     if !job.cross {
         s.flows

@@ -341,6 +341,14 @@ pub struct Flow {
     /// packets; default unlimited (the peer's window bounds it).
     #[serde(default)]
     pub send_buffer_packets: Option<u32>,
+    /// mptcp: a fixed window each subflow keeps against its own data, bytes: a subflow sends
+    /// new data only while its segments sent and not cumulatively acknowledged at the subflow
+    /// level, one more included, fit in it (whole segments). Kheirkhah's ns-3 MPTCP model
+    /// (v1.0, 2015), which the BLOAT paper used, advertises 65535 bytes on every subflow
+    /// (no window scaling) and checks it per subflow. Default: none (RFC 8684's data-level
+    /// window alone). Simulator only.
+    #[serde(default)]
+    pub subflow_window_bytes: Option<u64>,
     /// mptcp: links whose subflows start as backup (RFC 8684 MP_JOIN with the B flag).
     #[serde(default)]
     pub backup_paths: Vec<String>,
@@ -575,11 +583,19 @@ pub struct BloatMonitorOptions {
     /// false: only watch (records, TransmitTimes, the episodes it would act on, the send
     /// buffer as the paper counts it) and change nothing.
     pub retransmit: bool,
+    /// The average the suspicion test compares the send buffer with (the paper says only
+    /// "average"): none (default), its time average since the flow began; a number of seconds,
+    /// an exponentially weighted moving average with that time constant (docs/models/bloat.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub average_s: Option<f64>,
 }
 
 impl Default for BloatMonitorOptions {
     fn default() -> Self {
-        BloatMonitorOptions { retransmit: true }
+        BloatMonitorOptions {
+            retransmit: true,
+            average_s: None,
+        }
     }
 }
 

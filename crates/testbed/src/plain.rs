@@ -194,6 +194,14 @@ fn check_supported(r: &Resolved) -> Result<(), ScenarioError> {
                 "a fixed send buffer runs in the simulator only: the testbed's hosts autotune tcp_wmem",
             ));
         }
+        if let Transport::Mptcp(m) = &f.transport {
+            if m.subflow_window_bytes.is_some() {
+                return Err(err(
+                    key("subflow_window_bytes"),
+                    "a fixed window per subflow (Kheirkhah's ns-3 MPTCP) runs in the simulator only: the kernel's MPTCP has the data-level window alone",
+                ));
+            }
+        }
         let m = match &f.transport {
             Transport::Tcp(t) => {
                 if let TcpRoute::Handoffs(_) = t.route {
@@ -1276,6 +1284,11 @@ mod tests {
         assert_eq!(check(&s).unwrap_err().key, "flow \"x\".prio_changes[1].by");
         s.flows[0].prio_changes.pop();
         assert!(check(&s).is_ok());
+        // Kheirkhah's per-subflow window exists in the simulator only.
+        s.flows[0].subflow_window_bytes = Some(65535);
+        let e = check(&s).unwrap_err();
+        assert_eq!(e.key, "flow \"x\".subflow_window_bytes");
+        assert!(e.message.contains("simulator only"), "{}", e.message);
     }
 
     #[test]

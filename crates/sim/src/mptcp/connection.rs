@@ -299,7 +299,15 @@ impl MptcpFlow {
         let mut subflows = Vec::with_capacity(f.subflows.len());
         for (j, (sub, &(data_route, ack_route))) in f.subflows.iter().zip(&setup.routes).enumerate()
         {
-            let scfg = SenderConfig::from_tcp(tcp);
+            let mut scfg = SenderConfig::from_tcp(tcp);
+            if let Some(wb) = f.subflow_window_bytes {
+                // Each subflow's own fixed window (Kheirkhah's ns-3 MPTCP,
+                // `MpTcpSocketBase::AvailableWindow`: min(the peer's 65535, cwnd) less the
+                // subflow's unacknowledged bytes, no new segment in less than an MSS) bounds
+                // what a fixed send buffer bounds: segments sent and not cumulatively acked.
+                let segs = (wb / u64::from(tcp.mss_bytes)).clamp(1, u64::from(u32::MAX)) as u32;
+                scfg.send_buffer_segs = Some(scfg.send_buffer_segs.map_or(segs, |s| s.min(segs)));
+            }
             let w = Window::new(scfg.initial_window, scfg.mss);
             let cc = match f.cc {
                 MptcpCc::Uncoupled(single) => cc::build(
@@ -477,6 +485,7 @@ impl MptcpFlow {
                     setup.start,
                     setup.nbins,
                     o.retransmit,
+                    o.average_s.map(Time::from_secs_f64),
                 ))
             }),
             goodput: Vec::with_capacity(setup.nbins),
