@@ -808,6 +808,10 @@ pub struct TcpOptions {
     /// acknowledged stays below it (ns-3's `TcpSocket::SndBufSize`, 131072 by default there;
     /// an MPTCP subflow has its own). Default: none (Linux autotunes `tcp_wmem` instead).
     pub send_buffer_bytes: Option<u64>,
+    /// The most a reordering the sender detects raises its duplicate-ACK threshold, packets
+    /// (Linux `net.ipv4.tcp_max_reordering`, 300 since 3.16; `TCP_MAX_REORDERING`, 127,
+    /// before it, e.g. Linux 3.5). Default 300.
+    pub max_reordering: Option<u32>,
 }
 
 /// TCP options with every default filled in.
@@ -836,6 +840,8 @@ pub struct TcpConfig {
     pub rmem_bytes: [u64; 3],
     pub wmem_bytes: [u64; 3],
     pub send_buffer_bytes: Option<u64>,
+    /// Packets (`max_reordering`, default 300).
+    pub max_reordering: u32,
 }
 
 /// Linux 6.18's `net.ipv4.tcp_rmem` (the kernel the testbed calibration ran on).
@@ -867,7 +873,8 @@ impl TcpOptions {
             rto_formula,
             rmem_bytes,
             wmem_bytes,
-            send_buffer_bytes
+            send_buffer_bytes,
+            max_reordering
         )
     }
 
@@ -894,6 +901,7 @@ impl TcpOptions {
             rmem_bytes: self.rmem_bytes.unwrap_or(LINUX_TCP_RMEM),
             wmem_bytes: self.wmem_bytes.unwrap_or(LINUX_TCP_WMEM),
             send_buffer_bytes: self.send_buffer_bytes,
+            max_reordering: self.max_reordering.unwrap_or(300),
         }
     }
 }

@@ -1387,6 +1387,9 @@ fn validate_tcp(c: &Check, prefix: &str, t: &TcpOptions) -> Result<(), ScenarioE
     if let Some(w) = t.send_buffer_bytes {
         c.int_range(&k("send_buffer_bytes"), w, 1000, 1 << 31, "bytes")?;
     }
+    if let Some(r) = t.max_reordering {
+        c.int_range(&k("max_reordering"), u64::from(r), 3, 10_000, "packets")?;
+    }
     for (key, v) in [("rmem_bytes", t.rmem_bytes), ("wmem_bytes", t.wmem_bytes)] {
         if let Some([lo, def, hi]) = v {
             for (i, x) in [lo, def, hi].into_iter().enumerate() {
@@ -2280,6 +2283,13 @@ paths = ["a"]
         );
         let t = |x: &str| format!("[tcp]\n{x}\n\n[run]");
         check("[run]", &t("send_buffer_bytes = 131072")).unwrap();
+        check("[run]", &t("max_reordering = 127")).unwrap();
+        fails(
+            "[run]",
+            &t("max_reordering = 2"),
+            "tcp.max_reordering",
+            "expected an integer from 3 to 10000 packets, found 2",
+        );
         fails(
             "[run]",
             &t("send_buffer_bytes = 999"),
