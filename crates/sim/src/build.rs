@@ -173,6 +173,10 @@ impl Builder<'_> {
         if let Some(mac) = wifi {
             rev.wifi = Some(mac);
             rev.rate_bps = mac.saturation_bps(1500).round() as u64;
+            // The AP's and the client's stations share the link's channel.
+            let ch = std::rc::Rc::new(crate::net::wifi::Channel::default());
+            fwd.channel = Some(std::rc::Rc::clone(&ch));
+            rev.channel = Some(ch);
         }
         if let Some(t) = &l.reverse_trace_ms {
             rev.trace = Some(Trace::new(Arc::from(t.as_slice())));
