@@ -136,6 +136,13 @@ pub struct Link {
     pub outages: Vec<Outage>,
     #[serde(default)]
     pub outage_mode: OutageMode,
+    /// Its outages are its interface removed and added back (a USB adapter unplugged and
+    /// plugged in again), not a carrier lost: a bond releases the member at once and enslaves
+    /// it again when it returns (no link-monitor wait), and an MPTCP flow loses its subflow
+    /// there (its data is sent again on the others) and opens a new one when it returns. Only
+    /// with `outage_mode = "drop"`; simulator only.
+    #[serde(default)]
+    pub unplug: bool,
     #[serde(default)]
     pub schedule: Vec<ScheduleStep>,
     /// A one-way delay that varies over a range (see [`DelayRange`]); replaces `delay_ms`.

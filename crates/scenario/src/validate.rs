@@ -565,6 +565,12 @@ fn validate_link(c: &Check, i: usize, l: &Link) -> Result<(), ScenarioError> {
             }
         }
     }
+    if l.unplug && l.outage_mode != crate::OutageMode::Drop {
+        return Err(c.err(
+            k("unplug"),
+            "only with outage_mode = \"drop\" (an unplugged interface loses what it holds)",
+        ));
+    }
     if let Some(w) = &l.wifi {
         for (set, key) in [
             (l.rate_mbps.is_some(), "rate_mbps"),
@@ -1553,6 +1559,18 @@ paths = ["a"]
             "paths = [\"zz\"]\n[[bond]]\nid = \"bd\"\nmembers = [\"a\"]",
             "flow[0].paths[0]",
             "expected one of the [[link]] or [[bond]] ids: \"a\", \"b\", \"bd\"",
+        );
+        // An unplugged interface loses what it holds.
+        check(
+            "rate_mbps = 20",
+            "rate_mbps = 20\noutage_mode = \"drop\"\nunplug = true",
+        )
+        .unwrap();
+        fails(
+            "rate_mbps = 20",
+            "rate_mbps = 20\nunplug = true",
+            "link[1].unplug",
+            "only with outage_mode = \"drop\"",
         );
         // An 802.11 link takes its rate from its PHY rate.
         check(

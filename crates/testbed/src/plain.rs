@@ -148,6 +148,12 @@ fn check_supported(r: &Resolved) -> Result<(), ScenarioError> {
             "the 802.11 MAC model runs in the simulator only: the testbed's links have a rate, give rate_mbps instead",
         ));
     }
+    if let Some(l) = r.links.iter().find(|l| l.link.unplug) {
+        return Err(err(
+            format!("link \"{}\".unplug", l.id()),
+            "an interface unplugged and plugged back runs in the simulator only: the testbed's outages take a link down, they remove no interface",
+        ));
+    }
     let mut mptcp_paths: Option<(&str, Vec<&String>)> = None;
     let mut mptcp_host: Option<(&str, HostWide)> = None;
     for f in &r.flows {
@@ -1288,6 +1294,13 @@ mod tests {
         s.flows[0].subflow_window_bytes = Some(65535);
         let e = check(&s).unwrap_err();
         assert_eq!(e.key, "flow \"x\".subflow_window_bytes");
+        assert!(e.message.contains("simulator only"), "{}", e.message);
+        s.flows[0].subflow_window_bytes = None;
+        // So is an interface unplugged (a link's outages as the interface removed).
+        s.links[1].outage_mode = railpath_scenario::OutageMode::Drop;
+        s.links[1].unplug = true;
+        let e = check(&s).unwrap_err();
+        assert_eq!(e.key, "link \"b\".unplug");
         assert!(e.message.contains("simulator only"), "{}", e.message);
     }
 
