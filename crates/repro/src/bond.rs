@@ -1215,9 +1215,10 @@ bond is held to about twice the slower member: the 802.11g queue fills and drops
 (2 x {g:.2} = {:.2} Mbit/s against bonding's {:.2}). The paper puts the gap down to duplicate ACKs from reordering;
 with a sender that adapts its duplicate-ACK threshold to the reordering it sees (Linux 3.5, the scenario's) the
 reordering costs little, and the filter then has nothing to repair ({:+.1}%). The paper's +15% appears with a sender
-that takes every reordering for loss (RFC 6675 as written: {:+.1}%); with today's RACK it does not help either
-({:+.1}%, widely spread over seeds): RACK already waits out reordering, and the duplicate ACKs the filter drops carried
-the SACK blocks that clock new data out.</li>
+that takes every reordering for loss (RFC 6675 as written: {:+.1}%); with today's RACK: {:+.1}%, widely spread over
+seeds (RACK waits out reordering by time, and the duplicate ACKs the filter drops carried SACK blocks that clock new
+data out). The client's ACKs contend with the AP's data for each member's channel, so fewer of them also means more
+airtime for data, whichever the sender.</li>
 <li><b>Delay.</b> railpath's MPTCP does not lose throughput from 50 to 100 ms ({:.2} to {:.2} Mbit/s): its members'
 rates here do not change during a run, so a sender that learns them late loses nothing; the paper's explanation (a
 sender that reacts late to changing links) needs link changes the constant-PHY-rate model does not have.</li>
