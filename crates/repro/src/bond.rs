@@ -1217,8 +1217,8 @@ with a sender that adapts its duplicate-ACK threshold to the reordering it sees 
 reordering costs little, and the filter then has nothing to repair ({:+.1}%). The paper's +15% appears with a sender
 that takes every reordering for loss (RFC 6675 as written: {:+.1}%); with today's RACK: {:+.1}%, widely spread over
 seeds (RACK waits out reordering by time, and the duplicate ACKs the filter drops carried SACK blocks that clock new
-data out). The client's ACKs contend with the AP's data for each member's channel, so fewer of them also means more
-airtime for data, whichever the sender.</li>
+data out). The filter sits at the AP, where the client's ACKs arrive after crossing the air: it saves them no
+airtime.</li>
 <li><b>Delay.</b> railpath's MPTCP does not lose throughput from 50 to 100 ms ({:.2} to {:.2} Mbit/s): its members'
 rates here do not change during a run, so a sender that learns them late loses nothing; the paper's explanation (a
 sender that reacts late to changing links) needs link changes the constant-PHY-rate model does not have.</li>
