@@ -181,6 +181,7 @@ impl HandoverLogger {
                 from_cell: from,
                 to_cell: to,
                 interruption_ms: o.interruption_ms.unwrap_or(0.0),
+                ..Default::default()
             },
             speed_mps: fix.speed_mps,
             predicted,
@@ -352,6 +353,7 @@ mod tests {
                 from_cell: "1".into(),
                 to_cell: "2".into(),
                 interruption_ms: 45.0,
+                ..Default::default()
             },
             speed_mps: 80.0,
             predicted: true,

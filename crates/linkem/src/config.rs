@@ -31,6 +31,9 @@ pub struct LinkConfig {
     pub steps: Vec<Step>,
     /// Outage windows (start, duration) from the start of the run, both directions.
     pub outages: Vec<(Time, Time)>,
+    /// Failures: at each of these times, during an outage, what both directions hold is lost
+    /// and so is what reaches them until the outage ends (the radio model's `drop_queue`).
+    pub queue_drops: Vec<Time>,
 }
 
 impl LinkConfig {
@@ -103,6 +106,7 @@ impl LinkConfig {
             reverse,
             steps,
             outages,
+            queue_drops: Vec::new(),
         })
     }
 
@@ -186,6 +190,7 @@ fn carrier_link(
     let duration = Time::from_secs_f64(r.run.duration_s);
     let mut steps = Vec::new();
     let mut outages = Vec::new();
+    let mut queue_drops = Vec::new();
     let mut open: Option<Time> = None;
     for st in &tl.steps {
         if st.rate_bps.is_some() || st.extra_delay.is_some() || st.extra_loss.is_some() {
@@ -203,6 +208,9 @@ fn carrier_link(
                 open = None;
             }
             _ => {}
+        }
+        if st.drop_queue {
+            queue_drops.push(st.t);
         }
     }
     if let Some(start) = open {
@@ -228,6 +236,7 @@ fn carrier_link(
         reverse,
         steps,
         outages,
+        queue_drops,
     })
 }
 

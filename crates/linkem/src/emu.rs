@@ -275,6 +275,10 @@ impl Emulator {
                 data.add_outage(start, dur);
                 rev.add_outage(start, dur);
             }
+            for &t in &cfg.queue_drops {
+                data.add_queue_drop(t);
+                rev.add_queue_drop(t);
+            }
             rt.push(RtLink {
                 id: cfg.id,
                 data,

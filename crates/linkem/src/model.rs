@@ -152,6 +152,7 @@ enum Ev {
     // Declaration order is the tie-break order at equal times.
     Step,
     OutageStart,
+    QueueDrop,
     OutageEnd,
     Complete,
     Opportunity,
@@ -173,6 +174,12 @@ pub struct LinkDir<P> {
     next_outage: usize,
     /// End of the outage in progress.
     active_until: Option<Time>,
+    /// Failures not yet reached, sorted: at each, during an outage, the queue is lost and the
+    /// rest of the outage drops.
+    queue_drops: Vec<Time>,
+    next_queue_drop: usize,
+    /// The outage in progress drops (the mode is drop, or a failure dropped the queue).
+    dropping: bool,
     rng: Rng,
     queue: VecDeque<Queued<P>>,
     queue_bytes: u64,
@@ -216,6 +223,9 @@ impl<P> LinkDir<P> {
             outages: Vec::new(),
             next_outage: 0,
             active_until: None,
+            queue_drops: Vec::new(),
+            next_queue_drop: 0,
+            dropping: false,
             rng,
             queue: VecDeque::new(),
             queue_bytes: 0,
@@ -253,6 +263,15 @@ impl<P> LinkDir<P> {
         let pos =
             self.outages[self.next_outage..].partition_point(|o| o.0 <= w.0) + self.next_outage;
         self.outages.insert(pos, w);
+    }
+
+    /// Add a failure at `t`: if the link is in an outage then, what it holds is lost and so is
+    /// what reaches it until the outage ends. One in the past happens now.
+    pub fn add_queue_drop(&mut self, t: Time) {
+        let t = t.max(self.clock);
+        let pos = self.queue_drops[self.next_queue_drop..].partition_point(|&d| d <= t)
+            + self.next_queue_drop;
+        self.queue_drops.insert(pos, t);
     }
 
     pub fn stats(&self) -> DirStats {
@@ -297,7 +316,7 @@ impl<P> LinkDir<P> {
                 }
             }
         }
-        if self.active_until.is_some() && self.mode == OutageMode::Drop {
+        if self.active_until.is_some() && self.dropping {
             self.stats.outage_drops += 1;
             out(Output::Drop {
                 t: now,
@@ -362,6 +381,10 @@ impl<P> LinkDir<P> {
             self.outages.get(self.next_outage).map(|o| o.0),
             Ev::OutageStart,
         );
+        consider(
+            self.queue_drops.get(self.next_queue_drop).copied(),
+            Ev::QueueDrop,
+        );
         consider(self.active_until, Ev::OutageEnd);
         consider(self.head_tx_end, Ev::Complete);
         if self.trace.is_some() && !self.queue.is_empty() && self.active_until.is_none() {
@@ -412,23 +435,21 @@ impl<P> LinkDir<P> {
                         }
                     }
                     OutageMode::Drop => {
-                        self.head_tx_end = None;
-                        self.paused_left = None;
-                        self.head_started = false;
-                        self.queue_bytes = 0;
-                        while let Some(q) = self.queue.pop_front() {
-                            self.stats.outage_drops += 1;
-                            out(Output::Drop {
-                                t,
-                                packet: q.packet,
-                                reason: DropReason::Outage,
-                            });
-                        }
+                        self.dropping = true;
+                        self.flush(t, out);
                     }
+                }
+            }
+            Ev::QueueDrop => {
+                self.next_queue_drop += 1;
+                if self.active_until.is_some() {
+                    self.dropping = true;
+                    self.flush(t, out);
                 }
             }
             Ev::OutageEnd => {
                 self.active_until = None;
+                self.dropping = false;
                 out(Output::OutageEnd { t });
                 if let Some(left) = self.paused_left.take() {
                     self.head_tx_end = Some(t + left);
@@ -467,6 +488,22 @@ impl<P> LinkDir<P> {
                     });
                 }
             }
+        }
+    }
+
+    /// Everything queued is lost (an outage that drops, or a failure).
+    fn flush(&mut self, t: Time, out: &mut impl FnMut(Output<P>)) {
+        self.head_tx_end = None;
+        self.paused_left = None;
+        self.head_started = false;
+        self.queue_bytes = 0;
+        while let Some(q) = self.queue.pop_front() {
+            self.stats.outage_drops += 1;
+            out(Output::Drop {
+                t,
+                packet: q.packet,
+                reason: DropReason::Outage,
+            });
         }
     }
 
@@ -681,6 +718,43 @@ mod tests {
         );
         assert_eq!(deliveries(&v), vec![(21_000_000, 4)]);
         assert_eq!(l.stats().outage_drops, 3);
+    }
+
+    #[test]
+    fn a_queue_drop_in_a_hold_outage_flushes_and_refuses_until_its_end() {
+        // Hold mode, outage 0.5..10.5 ms, a failure at 1 ms: packets 1 (paused in service) and 2
+        // (queued) are lost, 3 (5 ms) is refused, 4 (20 ms) is carried: 1 ms on the wire.
+        let mut l = LinkDir::new(cfg(12, 0, Buffer::Packets(10)), Rng::from_seed(1));
+        l.add_outage(Time::from_us(500), Time::from_ms(10));
+        l.add_queue_drop(Time::from_ms(1));
+        let v = drive(
+            &mut l,
+            &[
+                (Time::ZERO, 1500, 1),
+                (Time::ZERO, 1500, 2),
+                (Time::from_ms(5), 1500, 3),
+                (Time::from_ms(20), 1500, 4),
+            ],
+            Time::from_secs(1),
+        );
+        assert_eq!(deliveries(&v), vec![(21_000_000, 4)]);
+        assert_eq!(l.stats().outage_drops, 3);
+        // Without the failure the same outage holds them all.
+        let mut l = LinkDir::new(cfg(12, 0, Buffer::Packets(10)), Rng::from_seed(1));
+        l.add_outage(Time::from_us(500), Time::from_ms(10));
+        let v = drive(
+            &mut l,
+            &[
+                (Time::ZERO, 1500, 1),
+                (Time::ZERO, 1500, 2),
+                (Time::from_ms(5), 1500, 3),
+            ],
+            Time::from_secs(1),
+        );
+        assert_eq!(
+            deliveries(&v),
+            vec![(11_000_000, 1), (12_000_000, 2), (13_000_000, 3)]
+        );
     }
 
     #[test]

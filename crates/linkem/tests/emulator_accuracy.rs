@@ -28,6 +28,7 @@ fn link(id: &str, rate_mbps: u64, delay_ms: u64, loss: f64) -> LinkConfig {
         reverse: dir(rate_mbps, delay_ms, 0.0),
         steps: vec![],
         outages: vec![],
+        queue_drops: vec![],
     }
 }
 

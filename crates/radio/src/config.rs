@@ -5,8 +5,9 @@
 //! 0.5 dB steps (0..15 dB), `a3-Offset` -30..30 in 0.5 dB steps (-15..15 dB), `timeToTrigger`
 //! one of the enumerated values in [`TTT_VALUES_MS`].
 
+use crate::failure::{Degradation, DurationDist, FailureParams};
 use crate::RadioError;
-use railpath_core::{show_num, MAX_DURATION_S, MAX_RATE_MBPS, MAX_TRACK_M, MIN_RATE_MBPS};
+use railpath_core::{show_num, Time, MAX_DURATION_S, MAX_RATE_MBPS, MAX_TRACK_M, MIN_RATE_MBPS};
 use serde::{Deserialize, Serialize};
 
 /// `TimeToTrigger` values allowed by 3GPP TS 36.331 (ms).
@@ -113,6 +114,10 @@ pub struct CarrierConfig {
     pub first_enb_m: f64,
     /// Explicit site positions along the track (instead of the grid).
     pub sites_m: Option<Vec<f64>>,
+    /// Stretches of the line with their own site spacing (denser near towns, sparser in the
+    /// open), instead of one grid: each from its `from_m` to the next one's (the last to the
+    /// end of the track); `site_jitter_m` applies to every site.
+    pub site_segments: Option<Vec<SiteSegment>>,
     /// Uniform jitter of each grid site along the track, +- this many metres (fixed per place).
     #[serde(default)]
     pub site_jitter_m: f64,
@@ -170,6 +175,23 @@ pub struct CarrierConfig {
     pub interruption_ms: f64,
     /// Default outage mode for links driven by this carrier (the link's `outage_mode` wins).
     pub outage_mode: Option<OutageMode>,
+    /// The execution time of each successful handover, drawn per handover (instead of the
+    /// constant `interruption_ms`).
+    pub interruption: Option<DurationDist>,
+
+    // --- the real train (radio model) ---
+    /// A bundle of defaults for a kind of line ([`Profile`]): it fills the keys below (and
+    /// `interruption`) that the carrier does not give.
+    pub profile: Option<Profile>,
+    /// Radio link failure, handover failure and re-establishment (3GPP TR 36.839's model;
+    /// [`FailureOptions`]). Absent: every handover succeeds after its interruption.
+    pub failures: Option<FailureOptions>,
+    /// HARQ and RLC retransmission delay and residual loss as the serving cell's SINR falls
+    /// ([`DegradationOptions`]). Absent: none.
+    pub degradation: Option<DegradationOptions>,
+    /// The eNodeB's queue for the train's modem, packets: the buffer of the links this carrier
+    /// drives unless a link gives its own.
+    pub enb_buffer_packets: Option<u32>,
 
     // --- weak signal (radio model) ---
     /// Below this serving RSRP the link gets extra delay and loss (PROXY-LB: -110 dBm).
@@ -218,7 +240,128 @@ pub struct CarrierConfig {
 }
 
 /// Keys every carrier model takes.
-pub const CARRIER_COMMON_KEYS: &[&str] = &["id", "model", "interruption_ms", "outage_mode"];
+pub const CARRIER_COMMON_KEYS: &[&str] = &[
+    "id",
+    "model",
+    "interruption_ms",
+    "outage_mode",
+    "enb_buffer_packets",
+];
+
+/// One stretch of a line's sites (`site_segments`): sites every `spacing_m` from `from_m`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SiteSegment {
+    pub from_m: f64,
+    pub spacing_m: f64,
+}
+
+/// A bundle of defaults (`profile = "..."` on a carrier).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// A high-speed line: handovers and radio links fail as 3GPP's mobility evaluation models
+    /// them, the link degrades with the SINR, handover execution times are drawn, and the
+    /// eNodeB queue is deep (every value and its source: [`CarrierConfig::apply_profile`] and
+    /// docs/models/radio.md).
+    Hsr,
+}
+
+/// `failures = { ... }` on a radio carrier; every key optional (defaults: [`FailureOptions::params`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailureOptions {
+    /// Out-of-sync threshold on the serving cell's 200 ms wideband SINR, dB.
+    pub q_out_db: Option<f64>,
+    /// In-sync threshold on its 100 ms wideband SINR, dB.
+    pub q_in_db: Option<f64>,
+    pub n310: Option<u32>,
+    pub t310_ms: Option<f64>,
+    pub n311: Option<u32>,
+    pub t304_ms: Option<f64>,
+    /// From the A3 report to the handover command at the UE (report, preparation, command), ms.
+    pub prep_ms: Option<f64>,
+    /// How long re-establishment takes after a failure.
+    pub reestablish: Option<DurationDist>,
+}
+
+/// Default `failures.reestablish`: TS 36.133's re-establishment delay, 50 ms + cell
+/// identification (100 ms for a cell the UE measured, up to 800 ms) + system information
+/// (SIB1 every 80 ms, up to 1280 ms) + random access (10-20 ms): 240 to 2150 ms.
+pub const DEFAULT_REESTABLISH: DurationDist = DurationDist::Uniform {
+    min_ms: 240.0,
+    max_ms: 2150.0,
+};
+
+impl FailureOptions {
+    /// The parameters with 3GPP's defaults: Qout -8 dB, Qin -6 dB (TR 36.839's SINR mapping of
+    /// TS 36.133's 10 % / 2 % PDCCH error rates), N310 1, T310 1000 ms, N311 1 (TS 36.331
+    /// §9.2.5, the UE's defaults), T304 1000 ms (TS 36.331's `ms1000`, a common setting), 50 ms
+    /// from report to command (TR 36.839), re-establishment [`DEFAULT_REESTABLISH`]; out-of-sync
+    /// and in-sync over 200 and 100 ms (TS 36.133 §7.6), an indication every `sample`.
+    pub fn params(&self, sample: Time) -> FailureParams {
+        FailureParams {
+            q_out_db: self.q_out_db.unwrap_or(-8.0),
+            q_in_db: self.q_in_db.unwrap_or(-6.0),
+            indication: sample,
+            eval_out: Time::from_ms(200),
+            eval_in: Time::from_ms(100),
+            n310: self.n310.unwrap_or(1),
+            t310: Time::from_ms_f64(self.t310_ms.unwrap_or(1000.0)),
+            n311: self.n311.unwrap_or(1),
+            t304: Time::from_ms_f64(self.t304_ms.unwrap_or(1000.0)),
+            prep: Time::from_ms_f64(self.prep_ms.unwrap_or(50.0)),
+            reestablish: self.reestablish.unwrap_or(DEFAULT_REESTABLISH),
+        }
+    }
+}
+
+/// `degradation = { ... }` on a radio carrier; every key optional (defaults:
+/// [`DegradationOptions::model`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DegradationOptions {
+    pub harq_rtt_ms: Option<f64>,
+    pub max_harq_tx: Option<u32>,
+    pub bler_target: Option<f64>,
+    pub sinr_min_db: Option<f64>,
+    pub bler_db_per_decade: Option<f64>,
+    pub rlc_retx_ms: Option<f64>,
+    pub rlc_max_retx: Option<u32>,
+}
+
+impl DegradationOptions {
+    /// The model with its defaults: HARQ round trip 8 ms (FDD, TS 36.213 §8), 4 transmissions
+    /// (TS 36.331's `maxHARQ-Tx` n4, an eNodeB setting), a 10 % first-transmission block error
+    /// rate (the CQI definition of TS 36.213 §7.2.3), -6.9 dB for the most robust scheme
+    /// (CQI 1 at 10 % BLER in the Vienna LTE link-level simulator: Mehlführer et al., EUSIPCO
+    /// 2009), a decade of block error rate per 1 dB below it (the waterfall of a turbo code's
+    /// BLER curve), RLC AM retransmission after 45 ms (`t-PollRetransmit` ms45) and at most 8
+    /// of them (`maxRetxThreshold` t8) (TS 36.322, TS 36.331; common operator settings).
+    pub fn model(&self) -> Degradation {
+        Degradation {
+            harq_rtt: Time::from_ms_f64(self.harq_rtt_ms.unwrap_or(8.0)),
+            max_harq_tx: self.max_harq_tx.unwrap_or(4),
+            bler_target: self.bler_target.unwrap_or(0.1),
+            sinr_min_db: self.sinr_min_db.unwrap_or(-6.9),
+            bler_db_per_decade: self.bler_db_per_decade.unwrap_or(1.0),
+            rlc_retx: Time::from_ms_f64(self.rlc_retx_ms.unwrap_or(45.0)),
+            rlc_max_retx: self.rlc_max_retx.unwrap_or(8),
+        }
+    }
+}
+
+/// `profile = "hsr"`'s eNodeB queue: 1000 packets (1.5 MB). Jiang et al., "Tackling
+/// bufferbloat in 3G/4G networks", IMC 2012, measured buffers of over 1 MB per connection in the
+/// LTE networks they tested.
+pub const HSR_ENB_BUFFER_PACKETS: u32 = 1000;
+/// `profile = "hsr"`'s handover execution: TS 36.133 §5.1.2.1,
+/// `T_interrupt = T_search + T_IU + 20 ms` with `T_search` = 0 for a target the UE measured and `T_IU` up to 30 ms (the wait
+/// for a random-access occasion): 20 to 50 ms.
+pub const HSR_INTERRUPTION: DurationDist = DurationDist::Uniform {
+    min_ms: 20.0,
+    max_ms: 50.0,
+};
 /// Keys of the radio model (besides [`CARRIER_COMMON_KEYS`]).
 pub const CARRIER_RADIO_KEYS: &[&str] = &[
     "rate_mbps",
@@ -249,10 +392,19 @@ pub const CARRIER_RADIO_KEYS: &[&str] = &[
     "min_rate_mbps",
     "rate_step_fraction",
     "rate_step_mbps",
+    "site_segments",
+    "interruption",
+    "profile",
+    "failures",
+    "degradation",
 ];
 /// Keys of the scripted model.
-pub const CARRIER_SCRIPTED_KEYS: &[&str] =
-    &["rate_mbps", "handover_interval_s", "handover_offset_s"];
+pub const CARRIER_SCRIPTED_KEYS: &[&str] = &[
+    "rate_mbps",
+    "handover_interval_s",
+    "handover_offset_s",
+    "interruption",
+];
 /// Keys of the measured CSV model.
 pub const CARRIER_CSV_KEYS: &[&str] = &["csv"];
 /// Keys of the Mahimahi model.
@@ -396,6 +548,7 @@ impl CarrierConfig {
             enb_offset_m: default_enb_offset(),
             first_enb_m,
             sites_m: None,
+            site_segments: None,
             site_jitter_m: 0.0,
             place_seed: 0,
             rs_power_dbm: default_rs_power(),
@@ -414,6 +567,11 @@ impl CarrierConfig {
             ttt_ms: default_ttt(),
             interruption_ms: default_interruption(),
             outage_mode: None,
+            interruption: None,
+            profile: None,
+            failures: None,
+            degradation: None,
+            enb_buffer_packets: None,
             low_rsrp_dbm: default_low_rsrp(),
             low_rsrp_extra_delay_ms: default_low_delay(),
             low_rsrp_loss: default_low_loss(),
@@ -597,6 +755,25 @@ impl TrainConfig {
 }
 
 impl CarrierConfig {
+    /// Fill the keys its `profile` bundles that the carrier does not give itself (called when
+    /// a scenario is resolved). `hsr`: `failures` and `degradation` with
+    /// their 3GPP defaults, `interruption` [`HSR_INTERRUPTION`], `enb_buffer_packets`
+    /// [`HSR_ENB_BUFFER_PACKETS`].
+    pub fn apply_profile(&mut self) {
+        let Some(Profile::Hsr) = self.profile else {
+            return;
+        };
+        self.failures.get_or_insert_with(FailureOptions::default);
+        self.degradation
+            .get_or_insert_with(DegradationOptions::default);
+        // A constant interruption the carrier writes wins over the profile's draw.
+        if !self.keys_given.iter().any(|g| g == "interruption_ms") {
+            self.interruption.get_or_insert(HSR_INTERRUPTION);
+        }
+        self.enb_buffer_packets
+            .get_or_insert(HSR_ENB_BUFFER_PACKETS);
+    }
+
     /// Check ranges and model-specific keys; keys are reported as `carrier[i].<field>`.
     pub fn validate(&self, i: usize) -> Result<(), RadioError> {
         let k = |f: &str| format!("carrier[{i}].{f}");
@@ -696,6 +873,31 @@ impl CarrierConfig {
             10_000.0,
             "an interruption in ms",
         )?;
+        if let Some(d) = &self.interruption {
+            if self.keys_given.iter().any(|g| g == "interruption_ms") {
+                return Err(RadioError::key(
+                    k("interruption"),
+                    "give either interruption_ms (a constant) or interruption (a distribution), not both",
+                ));
+            }
+            if let Some((f, msg)) = d.problem() {
+                return Err(RadioError::key(k(&format!("interruption.{f}")), msg));
+            }
+            if d.max_ms() > 10_000.0 {
+                return Err(RadioError::key(
+                    k("interruption.max_ms"),
+                    "expected an interruption of at most 10000 ms (give max_ms)",
+                ));
+            }
+        }
+        if let Some(b) = self.enb_buffer_packets {
+            if !(1..=1_000_000).contains(&b) {
+                return Err(RadioError::key(
+                    k("enb_buffer_packets"),
+                    format!("expected a buffer of 1 to 1000000 packets, found {b}"),
+                ));
+            }
+        }
         match m {
             M::Radio => self.validate_radio(&k)?,
             M::Scripted => {
@@ -710,7 +912,7 @@ impl CarrierConfig {
                         )?;
                         // Each handover's interruption ends before the next handover starts;
                         // otherwise the carrier would never carry anything.
-                        if v * 1000.0 <= self.interruption_ms {
+                        if v * 1000.0 <= self.interruption_ms && self.interruption.is_none() {
                             return Err(RadioError::key(
                                 k("handover_interval_s"),
                                 format!(
@@ -718,6 +920,17 @@ impl CarrierConfig {
                                     self.interruption_ms
                                 ),
                             ));
+                        }
+                        if let Some(d) = &self.interruption {
+                            if v * 1000.0 <= d.max_ms() {
+                                return Err(RadioError::key(
+                                    k("handover_interval_s"),
+                                    format!(
+                                        "expected more than the longest interruption's draw, {} ms (a handover's interruption must end before the next handover), found {v} s",
+                                        show_num(d.max_ms())
+                                    ),
+                                ));
+                            }
                         }
                     }
                     None => {
@@ -765,14 +978,31 @@ impl CarrierConfig {
     }
 
     fn validate_radio(&self, k: &dyn Fn(&str) -> String) -> Result<(), RadioError> {
+        if let Some(segs) = &self.site_segments {
+            if self.enb_spacing_m.is_some() || self.sites_m.is_some() {
+                let other = if self.sites_m.is_some() {
+                    "sites_m"
+                } else {
+                    "enb_spacing_m"
+                };
+                return Err(RadioError::key(
+                    k("site_segments"),
+                    format!(
+                        "give one of enb_spacing_m, sites_m and site_segments, not {other} too"
+                    ),
+                ));
+            }
+            self.validate_segments(k, segs)?;
+        }
         match (&self.enb_spacing_m, &self.sites_m) {
             (Some(_), Some(_)) => {
                 return Err(RadioError::key(k("sites_m"), "give either enb_spacing_m or sites_m, not both"))
             }
+            (None, None) if self.site_segments.is_some() => {}
             (None, None) => {
                 return Err(RadioError::key(
                     k("enb_spacing_m"),
-                    "required: the distance between sites along the track in metres (or sites_m = [...])",
+                    "required: the distance between sites along the track in metres (or sites_m = [...], or site_segments = [...])",
                 ))
             }
             (Some(s), None) => {
@@ -986,8 +1216,162 @@ impl CarrierConfig {
             MAX_RATE_MBPS,
             "a rate in Mbit/s",
         )?;
+        if let Some(f) = &self.failures {
+            validate_failures(&|x: &str| k(&format!("failures.{x}")), f)?;
+        }
+        if let Some(d) = &self.degradation {
+            validate_degradation(&|x: &str| k(&format!("degradation.{x}")), d)?;
+        }
         Ok(())
     }
+
+    fn validate_segments(
+        &self,
+        k: &dyn Fn(&str) -> String,
+        segs: &[SiteSegment],
+    ) -> Result<(), RadioError> {
+        if segs.is_empty() {
+            return Err(RadioError::key(
+                k("site_segments"),
+                "expected at least one stretch, e.g. [{ from_m = 0, spacing_m = 1500 }]",
+            ));
+        }
+        for (j, g) in segs.iter().enumerate() {
+            let sk = |f: &str| k(&format!("site_segments[{j}].{f}"));
+            Check::range(
+                &sk("from_m"),
+                g.from_m,
+                0.0,
+                MAX_TRACK_M,
+                "a position in metres",
+            )?;
+            Check::range(
+                &sk("spacing_m"),
+                g.spacing_m,
+                50.0,
+                100_000.0,
+                "a site spacing in metres",
+            )?;
+            if j > 0 && g.from_m <= segs[j - 1].from_m {
+                return Err(RadioError::key(
+                    sk("from_m"),
+                    "stretches must start at strictly increasing positions",
+                ));
+            }
+            Check::non_negative(&k("site_jitter_m"), self.site_jitter_m)?;
+            if self.site_jitter_m >= g.spacing_m / 2.0 {
+                return Err(RadioError::key(
+                    k("site_jitter_m"),
+                    format!(
+                        "expected less than half the smallest spacing ({} m in site_segments[{j}]), found {}",
+                        g.spacing_m / 2.0,
+                        self.site_jitter_m
+                    ),
+                ));
+            }
+        }
+        if let Some(last) = segs.last() {
+            if self.cell_range_m < segs.iter().map(|g| g.spacing_m).fold(0.0, f64::max) {
+                return Err(RadioError::key(
+                    k("cell_range_m"),
+                    format!(
+                        "expected at least the largest site spacing ({} m) so a neighbour is always measured",
+                        segs.iter().map(|g| g.spacing_m).fold(last.spacing_m, f64::max)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn validate_failures(k: &dyn Fn(&str) -> String, f: &FailureOptions) -> Result<(), RadioError> {
+    for (key, v) in [("q_out_db", f.q_out_db), ("q_in_db", f.q_in_db)] {
+        if let Some(v) = v {
+            Check::range(&k(key), v, -30.0, 30.0, "an SINR in dB")?;
+        }
+    }
+    let p = f.params(Time::from_ms(10));
+    if p.q_in_db < p.q_out_db {
+        return Err(RadioError::key(
+            k("q_in_db"),
+            format!(
+                "expected Qin >= Qout ({} dB): in-sync needs a better signal than out-of-sync, found {}",
+                p.q_out_db, p.q_in_db
+            ),
+        ));
+    }
+    // TS 36.331 §6.3.6 (RLF-TimersAndConstants): N310 n1..n20, N311 n1..n10, T310 0..6000 ms,
+    // T304 50..2000 ms (10000 for some targets).
+    for (key, v, hi) in [("n310", f.n310, 20), ("n311", f.n311, 10)] {
+        if let Some(v) = v {
+            if !(1..=hi).contains(&v) {
+                return Err(RadioError::key(
+                    k(key),
+                    format!("expected a count of 1 to {hi} (TS 36.331), found {v}"),
+                ));
+            }
+        }
+    }
+    for (key, v, lo, hi) in [
+        ("t310_ms", f.t310_ms, 0.0, 6000.0),
+        ("t304_ms", f.t304_ms, 50.0, 10_000.0),
+        ("prep_ms", f.prep_ms, 0.0, 5000.0),
+    ] {
+        if let Some(v) = v {
+            Check::range(&k(key), v, lo, hi, "a time in ms")?;
+        }
+    }
+    if let Some(d) = &f.reestablish {
+        if let Some((x, msg)) = d.problem() {
+            return Err(RadioError::key(k(&format!("reestablish.{x}")), msg));
+        }
+        if d.max_ms() > 60_000.0 {
+            return Err(RadioError::key(
+                k("reestablish.max_ms"),
+                "expected a re-establishment of at most 60000 ms (give max_ms)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn validate_degradation(
+    k: &dyn Fn(&str) -> String,
+    d: &DegradationOptions,
+) -> Result<(), RadioError> {
+    if let Some(v) = d.harq_rtt_ms {
+        Check::range(&k("harq_rtt_ms"), v, 1.0, 100.0, "a round trip in ms")?;
+    }
+    if let Some(v) = d.max_harq_tx {
+        if !(1..=28).contains(&v) {
+            return Err(RadioError::key(
+                k("max_harq_tx"),
+                format!("expected 1 to 28 transmissions (TS 36.331 maxHARQ-Tx), found {v}"),
+            ));
+        }
+    }
+    if let Some(v) = d.bler_target {
+        Check::range(&k("bler_target"), v, 0.0001, 0.5, "a block error rate")?;
+    }
+    if let Some(v) = d.sinr_min_db {
+        Check::range(&k("sinr_min_db"), v, -20.0, 10.0, "an SINR in dB")?;
+    }
+    if let Some(v) = d.bler_db_per_decade {
+        Check::range(&k("bler_db_per_decade"), v, 0.1, 20.0, "dB per decade")?;
+    }
+    if let Some(v) = d.rlc_retx_ms {
+        Check::range(&k("rlc_retx_ms"), v, 0.0, 2000.0, "a time in ms")?;
+    }
+    if let Some(v) = d.rlc_max_retx {
+        if v > 32 {
+            return Err(RadioError::key(
+                k("rlc_max_retx"),
+                format!("expected 0 to 32 retransmissions (TS 36.331 maxRetxThreshold), found {v}"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Validate a scenario's radio keys: the train (required when any carrier is given) and every

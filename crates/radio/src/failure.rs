@@ -414,7 +414,10 @@ mod tests {
             Some(RlmEvent::T310Started)
         );
         assert_eq!(r.update(&p, ms(1010), Indication::None), None);
-        assert_eq!(r.update(&p, ms(1020), Indication::InSync), Some(RlmEvent::Rlf));
+        assert_eq!(
+            r.update(&p, ms(1020), Indication::InSync),
+            Some(RlmEvent::Rlf)
+        );
         assert!(!r.t310_running());
     }
 
@@ -439,7 +442,10 @@ mod tests {
         // 10.1 / 20 = 0.505.
         w.push(ms(210), -10.0, keep);
         assert!((w.mean_db(ms(210), ms(200)) - 10.0 * 0.505f64.log10()).abs() < 1e-9);
-        assert_eq!(SinrWindow::default().mean_db(ms(10), ms(200)), f64::NEG_INFINITY);
+        assert_eq!(
+            SinrWindow::default().mean_db(ms(10), ms(200)),
+            f64::NEG_INFINITY
+        );
     }
 
     fn degradation() -> Degradation {
@@ -483,7 +489,11 @@ mod tests {
         // HARQ: (0.5*0.5 + 2*0.25*0.5 + 3*0.125*0.5)/(1 - 0.0625) = 0.6875/0.9375 = 0.73333;
         // RLC: sum_{j=1..9} (j-1) q^(j-1)(1-q) / (1 - q^9) = 0.066667 (q/(1-q) to 1e-9).
         let want = 0.733_333 * 8.0 + 0.066_667 * 72.0;
-        assert!((delay.ms_f64() - want).abs() < 1e-3, "{} vs {want}", delay.ms_f64());
+        assert!(
+            (delay.ms_f64() - want).abs() < 1e-3,
+            "{} vs {want}",
+            delay.ms_f64()
+        );
     }
 
     #[test]

@@ -25,8 +25,10 @@ use std::fmt;
 pub mod a3;
 pub mod capacity;
 pub mod config;
+pub mod failure;
 pub mod measured;
 pub mod phad;
+pub mod procedure;
 pub mod propagation;
 pub mod size;
 pub mod table;
@@ -36,21 +38,63 @@ pub mod track;
 pub use config::{
     validate, CapacityModel, CarrierConfig, CarrierModel, OutageMode, SpeedSegment, TrainConfig,
 };
-pub use table::{HandoverTable, Prediction, Predictor, TableError, Zone};
+pub use table::{HandoverTable, Prediction, Predictor, TableError, Zone, ZoneKind};
 pub use timeline::carrier_timelines;
 
 /// One handover as logged in `summary.json`'s `handovers` array (results.md).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct HandoverRecord {
-    /// Start of the handover (the interruption), seconds from run start.
+    /// Start of the handover's outage (the interruption, or the failure's), seconds from run
+    /// start.
     pub t_s: f64,
     /// Train position along the track at that time, metres.
     pub position_m: f64,
     pub carrier: String,
     pub from_cell: String,
     pub to_cell: String,
-    /// Length of the interruption during which the carrier's link delivers nothing.
+    /// How long the carrier's link delivered nothing: the interruption of a handover that
+    /// succeeded, or the outage of a failure until re-establishment ended, ms.
     pub interruption_ms: f64,
+    /// With a carrier's failure model (`failures`): how it went. Absent otherwise (every
+    /// handover succeeds there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<HandoverKind>,
+    /// With the failure model: where the procedure began (the A3 report of a handover, the
+    /// start of T310 of a radio link failure), metres.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub onset_position_m: Option<f64>,
+    /// With the failure model: where the outage ended, metres.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_position_m: Option<f64>,
+}
+
+/// How a handover (or a radio link) went, with a carrier's failure model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HandoverKind {
+    /// The command got through and the target was reached: an interruption, queue forwarded.
+    Success,
+    /// A handover that failed (its command did not get through, or the target could not be
+    /// accessed before T304 expired), then re-establishment: queue lost.
+    Failure,
+    /// A radio link failure without a handover (T310 expired), then re-establishment: queue
+    /// lost.
+    Rlf,
+}
+
+impl HandoverKind {
+    pub const ALL: [HandoverKind; 3] = [
+        HandoverKind::Success,
+        HandoverKind::Failure,
+        HandoverKind::Rlf,
+    ];
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            HandoverKind::Success => "success",
+            HandoverKind::Failure => "failure",
+            HandoverKind::Rlf => "rlf",
+        }
+    }
 }
 
 /// A change of the carrier link's conditions at time `t` (absolute, from run start). Fields left
@@ -67,6 +111,9 @@ pub struct LinkStep {
     pub extra_loss: Option<f64>,
     /// `Some(true)`: a handover interruption (or measured outage) starts; `Some(false)`: it ends.
     pub outage: Option<bool>,
+    /// What the link holds now, and what reaches it until the outage ends, is lost (a failure:
+    /// nothing is forwarded), whatever the link's outage mode.
+    pub drop_queue: bool,
 }
 
 /// Everything a carrier does to its link over a run. Steps are sorted by `t`, at most one per

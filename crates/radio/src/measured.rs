@@ -420,6 +420,7 @@ pub(crate) fn timeline(
                         from_cell: cell.clone(),
                         to_cell: to,
                         interruption_ms: intr,
+                        ..Default::default()
                     });
                     outages.push((ts, (ts + Time::from_ms_f64(intr)).min(duration)));
                 }

@@ -102,6 +102,32 @@ pub fn sites(c: &CarrierConfig, from_m: f64, to_m: f64) -> Vec<Site> {
                 });
             }
         }
+    } else if let Some(segs) = &c.site_segments {
+        // Sites are numbered along the line across its stretches; each stretch's sites run
+        // from its start, every `spacing_m`, up to the next stretch's start (the last to `hi`).
+        let mut n = 0u64;
+        for (k, g) in segs.iter().enumerate() {
+            let end = segs.get(k + 1).map_or(f64::INFINITY, |next| next.from_m);
+            let mut i = 0u64;
+            loop {
+                let nominal = g.from_m + i as f64 * g.spacing_m;
+                if nominal >= end || nominal - c.site_jitter_m > hi {
+                    break;
+                }
+                n += 1;
+                let x = nominal + jitter(c, n - 1);
+                if x >= lo && x <= hi {
+                    out.push(Site {
+                        name: format!("{}-{n}", c.id),
+                        position_m: x,
+                    });
+                }
+                i += 1;
+            }
+            if g.from_m - c.site_jitter_m > hi {
+                break;
+            }
+        }
     } else if let Some(spacing) = c.enb_spacing_m {
         let first = ((lo - c.first_enb_m - c.site_jitter_m) / spacing)
             .ceil()
@@ -112,13 +138,7 @@ pub fn sites(c: &CarrierConfig, from_m: f64, to_m: f64) -> Vec<Site> {
             if nominal - c.site_jitter_m > hi {
                 break;
             }
-            let jitter = if c.site_jitter_m > 0.0 {
-                let mut r = Rng::stream(place_seed(c), &format!("site-jitter:{}:{i}", c.id));
-                (2.0 * r.uniform() - 1.0) * c.site_jitter_m
-            } else {
-                0.0
-            };
-            let x = nominal + jitter;
+            let x = nominal + jitter(c, i);
             if x >= lo && x <= hi {
                 out.push(Site {
                     name: format!("{}-{}", c.id, i + 1),
@@ -129,6 +149,17 @@ pub fn sites(c: &CarrierConfig, from_m: f64, to_m: f64) -> Vec<Site> {
         }
     }
     out
+}
+
+/// The fixed-per-place jitter of site `i` (0-based along the line), uniform in
+/// +-`site_jitter_m`.
+fn jitter(c: &CarrierConfig, i: u64) -> f64 {
+    if c.site_jitter_m > 0.0 {
+        let mut r = Rng::stream(place_seed(c), &format!("site-jitter:{}:{i}", c.id));
+        (2.0 * r.uniform() - 1.0) * c.site_jitter_m
+    } else {
+        0.0
+    }
 }
 
 /// Seed of the carrier's fixed-per-place draws.

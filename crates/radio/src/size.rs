@@ -39,7 +39,20 @@ pub fn estimate(train: &TrainConfig, carriers: &[CarrierConfig], duration_s: f64
                 ((hi - lo + 2.0 * range) / spacing).floor() + 1.0,
                 (2.0 * range / spacing).floor() + 1.0,
             ),
-            (None, None) => (0.0, 0.0),
+            (None, None) => match &c.site_segments {
+                // The densest stretch bounds both counts.
+                Some(segs) => {
+                    let spacing = segs
+                        .iter()
+                        .map(|g| g.spacing_m)
+                        .fold(f64::INFINITY, f64::min);
+                    (
+                        ((hi - lo + 2.0 * range) / spacing).floor() + 1.0,
+                        (2.0 * range / spacing).floor() + 1.0,
+                    )
+                }
+                None => (0.0, 0.0),
+            },
         };
         let field_points = 2.0 * (2.0 * range / FIELD_STEP_M + 1.0);
         let common_points = (hi + range) / FIELD_STEP_M + 1.0;

@@ -6,9 +6,12 @@
 //! Prediction is by position, not time, because trains run late.
 //!
 //! Learning rule (see docs/models/radio.md): every logged handover start at position `p` of
-//! carrier `c` contributes the interval `[p - gps_error_m, p + gps_error_m]`; overlapping (or
-//! touching) intervals of the same carrier are united into one zone whose `count` is the number of
-//! handovers it holds. Merging two tables unites their zones the same way and adds the counts and
+//! carrier `c` contributes the interval `[p - gps_error_m, p + gps_error_m]`; a failure (a
+//! handover failure or a radio link failure, with the radio model's failure model) contributes
+//! the stretch where it happened, from where its procedure began (the A3 report, or T310's start)
+//! to where the link came back, widened the same way: the carrier is unusable over all of it.
+//! Overlapping (or touching) intervals of the same carrier are united into one zone whose `count`
+//! is the number of handovers it holds, `failures` and `rlfs` how many of them failed. Merging two tables unites their zones the same way and adds the counts and
 //! run numbers. The predictor, for a train at `position_m` moving at `speed_mps`, reports every zone
 //! the train is in, or will enter within `horizon` at constant speed.
 //!
@@ -17,9 +20,12 @@
 //! {"format": "railpath-handover-table/1", "gps_error_m": 20.0, "runs": 50,
 //!  "carriers": {"A": {"zones": [{"start_m": 1005.0, "end_m": 1090.0, "count": 50}], "runs": 50}}}
 //! ```
-//! Zones of a carrier are sorted by `start_m` and do not overlap; `start_m <= end_m`.
+//! Zones of a carrier are sorted by `start_m` and do not overlap; `start_m <= end_m`. Format 2
+//! (`railpath-handover-table/2`) adds to a zone the counts of handover failures and radio link
+//! failures it holds (`"failures": 3, "rlfs": 1`, each absent when 0); a table with no failure is
+//! written in format 1, and both are read.
 
-use crate::HandoverRecord;
+use crate::{HandoverKind, HandoverRecord};
 use railpath_core::{show_num, Time, MAX_TRACK_M};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -27,8 +33,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
-/// The `format` string of a handover table file this version reads and writes.
+/// The `format` string of a handover table without failures (the first format).
 pub const FORMAT: &str = "railpath-handover-table/1";
+/// The `format` string of a handover table whose zones count failures.
+pub const FORMAT_2: &str = "railpath-handover-table/2";
 
 /// Largest GPS error a table may assume, metres (a zone is a handover place +- this much; a
 /// positioning error of a kilometre is far beyond any GPS receiver's and would blank the track).
@@ -42,8 +50,53 @@ pub struct Zone {
     pub start_m: f64,
     /// End of the zone along the track, metres (`>= start_m`).
     pub end_m: f64,
-    /// Handovers observed in this zone, over all runs.
+    /// Handovers observed in this zone, over all runs (failures included).
     pub count: u64,
+    /// Of those, handovers that failed (command lost, T304 expired, or cut short by a radio
+    /// link failure while being prepared).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failures: u64,
+    /// Of those, radio link failures with no handover under way.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rlfs: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// What a zone mostly holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ZoneKind {
+    /// Handovers that succeeded, only.
+    Handover,
+    /// Handover failures (at least as many as radio link failures).
+    HandoverFailure,
+    /// Radio link failures.
+    RadioLinkFailure,
+}
+
+impl Zone {
+    /// A zone of `count` handovers, none failed.
+    pub fn new(start_m: f64, end_m: f64, count: u64) -> Zone {
+        Zone {
+            start_m,
+            end_m,
+            count,
+            failures: 0,
+            rlfs: 0,
+        }
+    }
+
+    /// Its kind: a failure zone if any failure happened in it.
+    pub fn kind(&self) -> ZoneKind {
+        match (self.failures, self.rlfs) {
+            (0, 0) => ZoneKind::Handover,
+            (f, r) if f >= r => ZoneKind::HandoverFailure,
+            _ => ZoneKind::RadioLinkFailure,
+        }
+    }
 }
 
 /// The zones of one carrier.
@@ -116,6 +169,8 @@ fn unite(mut zones: Vec<Zone>) -> Vec<Zone> {
             Some(cur) if z.start_m <= cur.end_m => {
                 cur.end_m = cur.end_m.max(z.end_m);
                 cur.count += z.count;
+                cur.failures += z.failures;
+                cur.rlfs += z.rlfs;
             }
             _ => out.push(z),
         }
@@ -171,11 +226,46 @@ impl HandoverTable {
                         ),
                     ));
                 }
-                per.entry(h.carrier.clone()).or_default().push(Zone {
-                    start_m: h.position_m - gps_error_m,
-                    end_m: h.position_m + gps_error_m,
-                    count: 1,
-                });
+                let mut z = Zone::new(h.position_m - gps_error_m, h.position_m + gps_error_m, 1);
+                match h.kind {
+                    Some(k @ (HandoverKind::Failure | HandoverKind::Rlf)) => {
+                        // The stretch of the failure: from its onset to where the link came
+                        // back (the log's position when either is missing).
+                        for (key, v) in [
+                            ("onset_position_m", h.onset_position_m),
+                            ("end_position_m", h.end_position_m),
+                        ] {
+                            if let Some(v) =
+                                v.filter(|v| !(v.is_finite() && v.abs() <= MAX_TRACK_M))
+                            {
+                                return Err(TableError::new(
+                                    run,
+                                    format!("handovers[{i}].{key}"),
+                                    format!(
+                                        "expected a position in metres from -{MAX_TRACK_M} to {MAX_TRACK_M}, found {}",
+                                        show_num(v)
+                                    ),
+                                ));
+                            }
+                        }
+                        let ends = [
+                            h.position_m,
+                            h.onset_position_m.unwrap_or(h.position_m),
+                            h.end_position_m.unwrap_or(h.position_m),
+                        ];
+                        let lo = ends.iter().copied().fold(f64::INFINITY, f64::min);
+                        let hi = ends.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                        z.start_m = lo - gps_error_m;
+                        z.end_m = hi + gps_error_m;
+                        if k == HandoverKind::Failure {
+                            z.failures = 1;
+                        } else {
+                            z.rlfs = 1;
+                        }
+                    }
+                    Some(HandoverKind::Success) | None => {}
+                }
+                per.entry(h.carrier.clone()).or_default().push(z);
             }
         }
         let runs = records.len() as u64;
@@ -191,12 +281,28 @@ impl HandoverTable {
                 )
             })
             .collect();
-        Ok(HandoverTable {
+        let mut t = HandoverTable {
             format: FORMAT.to_string(),
             gps_error_m,
             runs,
             carriers,
-        })
+        };
+        t.format = t.format_needed().to_string();
+        Ok(t)
+    }
+
+    /// The oldest format that holds this table: 2 if a zone counts failures, else 1.
+    pub fn format_needed(&self) -> &'static str {
+        let failures = self
+            .carriers
+            .values()
+            .flat_map(|c| &c.zones)
+            .any(|z| z.failures > 0 || z.rlfs > 0);
+        if failures {
+            FORMAT_2
+        } else {
+            FORMAT
+        }
     }
 
     /// Accumulate `other` into `self`: zones of the same carrier are united (counts added), run
@@ -214,6 +320,7 @@ impl HandoverTable {
             e.zones = unite(all);
             e.runs += oz.runs;
         }
+        self.format = self.format_needed().to_string();
     }
 
     /// Carrier ids in the table, sorted.
@@ -272,11 +379,21 @@ impl HandoverTable {
 
     /// Check the invariants of the format; `file` names the source in errors.
     pub fn validate(&self, file: &str) -> Result<(), TableError> {
-        if self.format != FORMAT {
+        if self.format != FORMAT && self.format != FORMAT_2 {
             return Err(TableError::new(
                 file,
                 "format",
-                format!("expected {FORMAT:?}, found {:?}", self.format),
+                format!(
+                    "expected {FORMAT:?} or {FORMAT_2:?}, found {:?}",
+                    self.format
+                ),
+            ));
+        }
+        if self.format == FORMAT && self.format_needed() == FORMAT_2 {
+            return Err(TableError::new(
+                file,
+                "format",
+                format!("zones count failures, which needs {FORMAT_2:?}, not {FORMAT:?}"),
             ));
         }
         if !(self.gps_error_m.is_finite() && (0.0..=MAX_GPS_ERROR_M).contains(&self.gps_error_m)) {
@@ -323,6 +440,17 @@ impl HandoverTable {
                         ),
                     ));
                 }
+                if z.failures + z.rlfs > z.count {
+                    return Err(TableError::new(
+                        file,
+                        k("count"),
+                        format!(
+                            "expected at least failures + rlfs ({}) handovers, found {}",
+                            z.failures + z.rlfs,
+                            z.count
+                        ),
+                    ));
+                }
                 if z.start_m <= prev_end {
                     return Err(TableError::new(
                         file,
@@ -351,11 +479,11 @@ impl HandoverTable {
             "",
         )?;
         let format = string(get(top, "format", file, "")?, file, "format")?;
-        if format != FORMAT {
+        if format != FORMAT && format != FORMAT_2 {
             return Err(TableError::new(
                 file,
                 "format",
-                format!("expected {FORMAT:?}, found {format:?}"),
+                format!("expected {FORMAT:?} or {FORMAT_2:?}, found {format:?}"),
             ));
         }
         let gps_error_m = number(get(top, "gps_error_m", file, "")?, file, "gps_error_m")?;
@@ -375,11 +503,22 @@ impl HandoverTable {
             for (i, zv) in zs.iter().enumerate() {
                 let q = format!("{zp}[{i}]");
                 let zo = object(zv, file, &q)?;
-                only_keys(zo, &["start_m", "end_m", "count"], file, &q)?;
+                let keys: &[&str] = if format == FORMAT {
+                    &["start_m", "end_m", "count"]
+                } else {
+                    &["start_m", "end_m", "count", "failures", "rlfs"]
+                };
+                only_keys(zo, keys, file, &q)?;
+                let optional = |key: &str| -> Result<u64, TableError> {
+                    zo.get(key)
+                        .map_or(Ok(0), |v| count(v, file, &format!("{q}.{key}")))
+                };
                 zones.push(Zone {
                     start_m: number(get(zo, "start_m", file, &q)?, file, &format!("{q}.start_m"))?,
                     end_m: number(get(zo, "end_m", file, &q)?, file, &format!("{q}.end_m"))?,
                     count: count(get(zo, "count", file, &q)?, file, &format!("{q}.count"))?,
+                    failures: optional("failures")?,
+                    rlfs: optional("rlfs")?,
                 });
             }
             carriers.insert(c.clone(), CarrierZones { zones, runs });
@@ -402,8 +541,13 @@ impl HandoverTable {
         HandoverTable::from_json_str(&text, &file)
     }
 
-    /// Pretty JSON text of the table (stable field and carrier order).
+    /// Pretty JSON text of the table (stable field and carrier order), in the format it needs.
     pub fn to_json_string(&self) -> String {
+        if self.format != self.format_needed() {
+            let mut t = self.clone();
+            t.format = self.format_needed().to_string();
+            return t.to_json_string();
+        }
         // Serialising plain structs of strings, numbers and maps cannot fail.
         serde_json::to_string_pretty(self).unwrap_or_default() + "\n"
     }
@@ -512,6 +656,11 @@ pub struct Prediction {
     pub enters_in: Option<Time>,
     /// Time until the train leaves the zone at its current speed; `None` when it is stopped.
     pub leaves_in: Option<Time>,
+    /// What the zone holds (handovers that succeed, or failures).
+    pub kind: ZoneKind,
+    /// Handovers learned in the zone, and how many failed (handover and radio link failures).
+    pub count: u64,
+    pub failed: u64,
 }
 
 /// Position-based handover predictor over a table (PHA's `predict(HO_table, location)`).
@@ -612,6 +761,9 @@ fn predict_zones(
             in_zone,
             enters_in,
             leaves_in,
+            kind: z.kind(),
+            count: z.count,
+            failed: z.failures + z.rlfs,
         };
     if v >= 0.0 {
         // Zones ending at or after the position, in travel order.
@@ -702,6 +854,7 @@ mod tests {
             from_cell: format!("{carrier}-0"),
             to_cell: format!("{carrier}-1"),
             interruption_ms: 50.0,
+            ..Default::default()
         }
     }
 
@@ -726,28 +879,10 @@ mod tests {
         assert_eq!(a.runs, 2);
         assert_eq!(
             a.zones,
-            vec![
-                Zone {
-                    start_m: 980.0,
-                    end_m: 1030.0,
-                    count: 2
-                },
-                Zone {
-                    start_m: 2980.0,
-                    end_m: 3020.0,
-                    count: 1
-                },
-            ]
+            vec![Zone::new(980.0, 1030.0, 2), Zone::new(2980.0, 3020.0, 1),]
         );
         // B: [1980,2020] and [2020,2060] touch at 2020 -> one zone.
-        assert_eq!(
-            t.carriers["B"].zones,
-            vec![Zone {
-                start_m: 1980.0,
-                end_m: 2060.0,
-                count: 2
-            }]
-        );
+        assert_eq!(t.carriers["B"].zones, vec![Zone::new(1980.0, 2060.0, 2)]);
         // Coverage of A over [0, 5000]: (50 + 40) / 5000.
         assert!((t.coverage("A", 0.0, 5000.0) - 90.0 / 5000.0).abs() < 1e-12);
         assert_eq!(t.coverage("Z", 0.0, 5000.0), 0.0);
@@ -783,25 +918,11 @@ mod tests {
         assert_eq!(t.runs, 3);
         assert_eq!(t.gps_error_m, 30.0);
         // [1010,1070] overlaps [980,1030] -> [980,1070], count 3.
-        assert_eq!(
-            t.carriers["A"].zones[0],
-            Zone {
-                start_m: 980.0,
-                end_m: 1070.0,
-                count: 3
-            }
-        );
+        assert_eq!(t.carriers["A"].zones[0], Zone::new(980.0, 1070.0, 3));
         assert_eq!(t.carriers["A"].runs, 3);
         assert_eq!(t.carriers["B"].runs, 2);
         assert_eq!(t.carriers["C"].runs, 1);
-        assert_eq!(
-            t.carriers["C"].zones,
-            vec![Zone {
-                start_m: 470.0,
-                end_m: 530.0,
-                count: 1
-            }]
-        );
+        assert_eq!(t.carriers["C"].zones, vec![Zone::new(470.0, 530.0, 1)]);
         t.validate("x").unwrap();
     }
 
@@ -863,6 +984,114 @@ mod tests {
         assert_eq!(e.field, "carriers.A.zones[0].count");
         let e = bad("{not json");
         assert!(e.message.contains("not valid JSON"), "{e}");
+    }
+
+    fn failed(
+        carrier: &str,
+        position_m: f64,
+        kind: HandoverKind,
+        onset: f64,
+        end: f64,
+    ) -> HandoverRecord {
+        HandoverRecord {
+            kind: Some(kind),
+            onset_position_m: Some(onset),
+            end_position_m: Some(end),
+            interruption_ms: 1500.0,
+            ..ho(carrier, position_m)
+        }
+    }
+
+    #[test]
+    fn failures_give_wider_zones_hand_computed() {
+        // Run 1: a handover failure whose A3 report came at 950 m, outage from 1000 m, link back
+        // at 1120 m -> [950-20, 1120+20] = [930, 1140]. A successful handover at 1130 m
+        // ([1110, 1150]) overlaps it -> one zone [930, 1150], count 2, one failure.
+        // Run 2: a radio link failure, T310 from 3000 m, outage from 3030 m, back at 3100 m
+        // -> [2980, 3120], count 1, one RLF.
+        let runs = vec![
+            (
+                "r1".to_string(),
+                vec![
+                    failed("A", 1000.0, HandoverKind::Failure, 950.0, 1120.0),
+                    ho("A", 1130.0),
+                ],
+            ),
+            (
+                "r2".to_string(),
+                vec![failed("A", 3030.0, HandoverKind::Rlf, 3000.0, 3100.0)],
+            ),
+        ];
+        let t = HandoverTable::learn(&runs, 20.0).unwrap();
+        let z = &t.carriers["A"].zones;
+        assert_eq!(z.len(), 2);
+        assert_eq!((z[0].start_m, z[0].end_m, z[0].count), (930.0, 1150.0, 2));
+        assert_eq!((z[0].failures, z[0].rlfs), (1, 0));
+        assert_eq!(z[0].kind(), ZoneKind::HandoverFailure);
+        assert_eq!((z[1].start_m, z[1].end_m, z[1].count), (2980.0, 3120.0, 1));
+        assert_eq!((z[1].failures, z[1].rlfs), (0, 1));
+        assert_eq!(z[1].kind(), ZoneKind::RadioLinkFailure);
+        assert_eq!(Zone::new(0.0, 1.0, 4).kind(), ZoneKind::Handover);
+        // A table with failures is written in format 2 and reads back the same.
+        assert_eq!(t.format, FORMAT_2);
+        let text = t.to_json_string();
+        assert!(text.contains("railpath-handover-table/2"), "{text}");
+        assert!(text.contains("\"rlfs\": 1"), "{text}");
+        assert_eq!(HandoverTable::from_json_str(&text, "mem").unwrap(), t);
+        // The predictor tells the kind and the counts: a train at 900 m at 100 m/s, horizon 1 s.
+        let p = Predictor::new(&t);
+        let pr = p.predict(900.0, 100.0, Time::from_secs_f64(1.0));
+        assert_eq!(pr.len(), 1);
+        assert_eq!(
+            (pr[0].kind, pr[0].count, pr[0].failed),
+            (ZoneKind::HandoverFailure, 2, 1)
+        );
+        // Merging a gentle table into it keeps format 2; a gentle table alone stays format 1.
+        let gentle = sample();
+        assert_eq!(gentle.format, FORMAT);
+        assert!(!gentle.to_json_string().contains("failures"));
+        let mut m = gentle.clone();
+        m.merge(&t);
+        assert_eq!(m.format, FORMAT_2);
+        assert_eq!(m.carriers["A"].zones[0].failures, 1);
+        m.validate("m").unwrap();
+    }
+
+    #[test]
+    fn failure_records_and_format_2_fields_are_checked() {
+        let mut r = failed("A", 1000.0, HandoverKind::Rlf, f64::INFINITY, 1100.0);
+        let e = HandoverTable::learn(&[("log".to_string(), vec![r.clone()])], 20.0).unwrap_err();
+        assert_eq!(
+            (e.file.as_str(), e.field.as_str()),
+            ("log", "handovers[0].onset_position_m")
+        );
+        r.onset_position_m = None; // missing ends fall back to the outage's position
+        let t = HandoverTable::learn(&[("log".to_string(), vec![r])], 20.0).unwrap();
+        assert_eq!(
+            (
+                t.carriers["A"].zones[0].start_m,
+                t.carriers["A"].zones[0].end_m
+            ),
+            (980.0, 1120.0)
+        );
+        let bad = |s: &str| HandoverTable::from_json_str(s, "t.json").unwrap_err();
+        // Failure counts need format 2.
+        let e = bad(
+            r#"{"format": "railpath-handover-table/1", "gps_error_m": 20, "runs": 1,
+               "carriers": {"A": {"runs": 1, "zones": [{"start_m": 10, "end_m": 50, "count": 1, "rlfs": 1}]}}}"#,
+        );
+        assert_eq!(e.field, "carriers.A.zones[0].rlfs");
+        // More failures than handovers.
+        let e = bad(
+            r#"{"format": "railpath-handover-table/2", "gps_error_m": 20, "runs": 1,
+               "carriers": {"A": {"runs": 1, "zones": [{"start_m": 10, "end_m": 50, "count": 1, "failures": 1, "rlfs": 1}]}}}"#,
+        );
+        assert_eq!(e.field, "carriers.A.zones[0].count");
+        let e = bad(
+            r#"{"format": "railpath-handover-table/2", "gps_error_m": 20, "runs": 1,
+               "carriers": {"A": {"runs": 1, "zones": [{"start_m": 10, "end_m": 50, "count": 1, "failures": "x"}]}}}"#,
+        );
+        assert_eq!(e.field, "carriers.A.zones[0].failures");
     }
 
     #[test]

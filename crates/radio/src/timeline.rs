@@ -14,11 +14,13 @@
 use crate::a3::{A3Params, A3Tracker};
 use crate::capacity;
 use crate::config::{validate, CapacityModel, CarrierConfig, CarrierModel, TrainConfig};
+use crate::failure::{Degradation, FailureParams};
 use crate::measured;
+use crate::procedure::{Event, Flow, Procedure};
 use crate::propagation::{common_field, l3_coefficient, sites, Cell};
 use crate::track::Motion;
-use crate::{CarrierTimeline, HandoverRecord, RadioError, Steps};
-use railpath_core::Time;
+use crate::{CarrierTimeline, HandoverKind, HandoverRecord, RadioError, Steps};
+use railpath_core::{Rng, Time};
 
 /// The timeline of every carrier for a run of `duration` with run seed `seed`. The
 /// configuration is validated first; errors name the key (`carrier[1].enb_spacing_m`).
@@ -35,7 +37,7 @@ pub fn carrier_timelines(
         .enumerate()
         .map(|(i, c)| match c.model {
             CarrierModel::Radio => radio_timeline(c, i, &motion, seed, duration),
-            CarrierModel::Scripted => Ok(scripted_timeline(c, &motion, duration)),
+            CarrierModel::Scripted => Ok(scripted_timeline(c, &motion, seed, duration)),
             CarrierModel::Csv | CarrierModel::Mahimahi => measured::timeline(c, i, duration),
         })
         .collect()
@@ -47,6 +49,11 @@ fn rate_changed(c: &CarrierConfig, last: u64, new: u64) -> bool {
     let diff = (new as f64 - last as f64).abs();
     diff > 0.0 && diff >= (c.rate_step_fraction * last as f64).min(c.rate_step_mbps * 1e6)
 }
+
+/// The degradation steps are emitted when the extra delay moves by this much...
+const DEGRADATION_DELAY_STEP: Time = Time::from_ms(1);
+/// ... or the extra loss by this much.
+const DEGRADATION_LOSS_STEP: f64 = 0.001;
 
 fn radio_timeline(
     c: &CarrierConfig,
@@ -66,6 +73,8 @@ fn radio_timeline(
     if cells.is_empty() {
         let key = if c.sites_m.is_some() {
             "sites_m"
+        } else if c.site_segments.is_some() {
+            "site_segments"
         } else {
             "first_enb_m"
         };
@@ -86,17 +95,29 @@ fn radio_timeline(
     let a = l3_coefficient(c.l3_filter_k, motion.sample_period().ms_f64());
     let peak = c.rate_mbps.unwrap_or(0.0) * 1e6;
     let min_rate = c.min_rate_mbps * 1e6;
-    let interruption = Time::from_ms_f64(c.interruption_ms);
+    let fail: Option<FailureParams> = c.failures.map(|f| f.params(motion.sample_period()));
+    let deg: Option<Degradation> = c.degradation.map(|d| d.model());
+    let mut proc = Procedure::new(
+        fail,
+        c.interruption,
+        Time::from_ms_f64(c.interruption_ms),
+        motion.sample_period(),
+    );
+    // The draws of handover execution and re-establishment times, in the order they happen.
+    let mut rng = Rng::stream(seed, &format!("radio:{}:events", c.id));
 
     let mut filt: Vec<Option<f64>> = vec![None; cells.len()];
+    // The samples themselves (for radio link monitoring, which is not layer-3 filtered).
+    let mut raw: Vec<f64> = vec![f64::NEG_INFINITY; cells.len()];
     let mut tracker = A3Tracker::default();
     let mut serving: Option<usize> = None;
-    // (end of interruption, target cell)
-    let mut pending: Option<(Time, usize)> = None;
     let mut last_rate: Option<u64> = None;
     let mut weak: Option<bool> = None;
+    let mut last_extra: Option<(Time, f64)> = None;
     let mut steps = Steps::default();
-    let mut handovers = Vec::new();
+    let mut handovers: Vec<HandoverRecord> = Vec::new();
+    // The log entry of the outage in progress (a handover's, or a failure's).
+    let mut open: Option<usize> = None;
     let mut neigh: Vec<(usize, f64)> = Vec::new();
     let mut interf: Vec<f64> = Vec::new();
 
@@ -117,57 +138,152 @@ fn radio_timeline(
         let outside = serving.filter(|&s| s < w_lo || s >= w_hi);
         for j in (w_lo..w_hi).chain(outside) {
             let m = cells[j].rsrp_dbm(c, &common, x);
+            raw[j] = m;
             filt[j] = Some(match filt[j] {
                 None => m,
                 Some(f) => (1.0 - a) * f + a * m,
             });
         }
-        if let Some((end, target)) = pending {
-            if t >= end {
+        // The wideband SINR of cell `j` from this sample's measurements (failure model only).
+        let raw_sinr = |j: usize, interf: &mut Vec<f64>| {
+            interf.clear();
+            interf.extend(
+                (w_lo..w_hi)
+                    .chain(outside)
+                    .filter(|&k| k != j)
+                    .map(|k| raw[k]),
+            );
+            capacity::sinr_db(raw[j], interf, c.interference_load, c.noise_dbm)
+        };
+        // The strongest cell in range by filtered RSRP (attach and re-establishment).
+        let strongest = || {
+            (w_lo..w_hi)
+                .filter_map(|j| filt[j].map(|f| (j, f)))
+                .max_by(|p, q| p.1.total_cmp(&q.1).then(q.0.cmp(&p.0)))
+                .map(|(j, _)| j)
+        };
+        let (flow, ev) = proc.begin(
+            t,
+            &mut |j| raw_sinr(j, &mut interf),
+            &mut || strongest(),
+            &mut rng,
+        );
+        match ev {
+            Some(Event::Back {
+                cell,
+                since,
+                after_failure,
+            }) => {
                 steps.at(t).outage = Some(false);
-                serving = Some(target);
+                serving = Some(cell);
                 tracker.reset();
-                pending = None;
+                if fail.is_some() {
+                    let h = &mut handovers[open.take().expect("an outage in progress")];
+                    if after_failure {
+                        h.to_cell = cells[cell].site.name.clone();
+                    }
+                    h.interruption_ms = (t - since).ms_f64();
+                    h.end_position_m = Some(x);
+                }
             }
+            Some(Event::Failed { kind, .. }) => {
+                // A handover ran out of T304: what the source forwarded is lost.
+                steps.at(t).drop_queue = true;
+                handovers[open.expect("the handover in execution")].kind = Some(kind);
+            }
+            Some(Event::Started {
+                target,
+                exec,
+                onset_m,
+            }) => {
+                let s = serving.expect("a handover from a serving cell");
+                handovers.push(HandoverRecord {
+                    t_s: t.secs_f64(),
+                    position_m: x,
+                    carrier: c.id.clone(),
+                    from_cell: cells[s].site.name.clone(),
+                    to_cell: cells[target].site.name.clone(),
+                    interruption_ms: exec.ms_f64(),
+                    kind: Some(HandoverKind::Success),
+                    onset_position_m: onset_m,
+                    end_position_m: None,
+                });
+                open = Some(handovers.len() - 1);
+                steps.at(t).outage = Some(true);
+            }
+            Some(Event::Switched { .. }) | None => {}
         }
-        if pending.is_some() {
+        if flow == Flow::Out {
             continue;
         }
         let s = match serving {
             Some(s) => s,
             None => {
                 // Initial attach to the strongest cell (no handover).
-                let best = (w_lo..w_hi)
-                    .filter_map(|j| filt[j].map(|f| (j, f)))
-                    .max_by(|p, q| p.1.total_cmp(&q.1).then(q.0.cmp(&p.0)));
-                let Some((j, _)) = best else { continue };
+                let Some(j) = strongest() else { continue };
                 serving = Some(j);
+                proc.attach(t);
                 j
             }
         };
-        let mp = filt[s].unwrap_or(f64::NEG_INFINITY);
-        neigh.clear();
-        neigh.extend(
-            (w_lo..w_hi)
-                .filter(|&j| j != s)
-                .filter_map(|j| filt[j].map(|f| (j, f))),
-        );
-        if let Some(target) = tracker.update(&params, t, mp, &neigh) {
-            handovers.push(HandoverRecord {
-                t_s: t.secs_f64(),
-                position_m: x,
-                carrier: c.id.clone(),
-                from_cell: cells[s].site.name.clone(),
-                to_cell: cells[target].site.name.clone(),
-                interruption_ms: c.interruption_ms,
-            });
-            if interruption > Time::ZERO {
-                steps.at(t).outage = Some(true);
-                pending = Some((t + interruption, target));
+        if fail.is_some() {
+            // Radio link monitoring on the serving cell.
+            let sinr = raw_sinr(s, &mut interf);
+            if let Some(Event::Failed { kind, onset_m, .. }) = proc.monitor(t, x, sinr, &mut rng) {
+                // The link is out and what it holds is lost until re-establishment ends.
+                handovers.push(HandoverRecord {
+                    t_s: t.secs_f64(),
+                    position_m: x,
+                    carrier: c.id.clone(),
+                    from_cell: cells[s].site.name.clone(),
+                    to_cell: String::new(),
+                    interruption_ms: 0.0,
+                    kind: Some(kind),
+                    onset_position_m: Some(onset_m),
+                    end_position_m: None,
+                });
+                open = Some(handovers.len() - 1);
+                let st = steps.at(t);
+                st.outage = Some(true);
+                st.drop_queue = true;
                 continue;
             }
-            serving = Some(target);
-            tracker.reset();
+        }
+        let mp = filt[s].unwrap_or(f64::NEG_INFINITY);
+        if proc.connected() {
+            neigh.clear();
+            neigh.extend(
+                (w_lo..w_hi)
+                    .filter(|&j| j != s)
+                    .filter_map(|j| filt[j].map(|f| (j, f))),
+            );
+            if let Some(target) = tracker.update(&params, t, mp, &neigh) {
+                match proc.trigger(t, x, target, &mut rng) {
+                    Some(Event::Started { exec, .. }) => {
+                        handovers.push(HandoverRecord {
+                            t_s: t.secs_f64(),
+                            position_m: x,
+                            carrier: c.id.clone(),
+                            from_cell: cells[s].site.name.clone(),
+                            to_cell: cells[target].site.name.clone(),
+                            interruption_ms: match c.interruption {
+                                Some(_) => exec.ms_f64(),
+                                None => c.interruption_ms,
+                            },
+                            ..Default::default()
+                        });
+                        open = Some(handovers.len() - 1);
+                        steps.at(t).outage = Some(true);
+                        continue;
+                    }
+                    Some(Event::Switched { target }) => {
+                        serving = Some(target);
+                        tracker.reset();
+                    }
+                    // With the failure model: the report went out, the command follows.
+                    _ => {}
+                }
+            }
         }
         let s = serving.unwrap_or(s);
         let mp = filt[s].unwrap_or(f64::NEG_INFINITY);
@@ -183,15 +299,43 @@ fn radio_timeline(
             last_rate = Some(rate);
         }
         let is_weak = mp < c.low_rsrp_dbm;
-        if weak != Some(is_weak) {
-            let st = steps.at(t);
-            st.extra_delay = Some(if is_weak {
-                Time::from_ms_f64(c.low_rsrp_extra_delay_ms)
-            } else {
-                Time::ZERO
-            });
-            st.extra_loss = Some(if is_weak { c.low_rsrp_loss } else { 0.0 });
-            weak = Some(is_weak);
+        match &deg {
+            None => {
+                if weak != Some(is_weak) {
+                    let st = steps.at(t);
+                    st.extra_delay = Some(if is_weak {
+                        Time::from_ms_f64(c.low_rsrp_extra_delay_ms)
+                    } else {
+                        Time::ZERO
+                    });
+                    st.extra_loss = Some(if is_weak { c.low_rsrp_loss } else { 0.0 });
+                    weak = Some(is_weak);
+                }
+            }
+            Some(d) => {
+                // HARQ/RLC at this SINR, on top of the weak-signal rule.
+                let (delay, loss) = d.effect(sinr);
+                let (wd, wl) = if is_weak {
+                    (
+                        Time::from_ms_f64(c.low_rsrp_extra_delay_ms),
+                        c.low_rsrp_loss,
+                    )
+                } else {
+                    (Time::ZERO, 0.0)
+                };
+                let extra = (delay + wd, (1.0 - (1.0 - loss) * (1.0 - wl)).min(0.999_999));
+                let moved = last_extra.is_none_or(|(d0, l0)| {
+                    d0.ns().abs_diff(extra.0.ns()) >= DEGRADATION_DELAY_STEP.ns()
+                        || (l0 - extra.1).abs() >= DEGRADATION_LOSS_STEP
+                        || (l0 > 0.0) != (extra.1 > 0.0)
+                });
+                if moved {
+                    let st = steps.at(t);
+                    st.extra_delay = Some(extra.0);
+                    st.extra_loss = Some(extra.1);
+                    last_extra = Some(extra);
+                }
+            }
         }
     }
     Ok(CarrierTimeline {
@@ -201,13 +345,19 @@ fn radio_timeline(
     })
 }
 
-fn scripted_timeline(c: &CarrierConfig, motion: &Motion, duration: Time) -> CarrierTimeline {
+fn scripted_timeline(
+    c: &CarrierConfig,
+    motion: &Motion,
+    seed: u64,
+    duration: Time,
+) -> CarrierTimeline {
     let interval = Time::from_secs_f64(c.handover_interval_s.unwrap_or(f64::INFINITY));
     let offset = c
         .handover_offset_s
         .map(Time::from_secs_f64)
         .unwrap_or(interval);
     let interruption = Time::from_ms_f64(c.interruption_ms);
+    let mut rng = Rng::stream(seed, &format!("radio:{}:events", c.id));
     let mut steps = Steps::default();
     let first = steps.at(Time::ZERO);
     first.rate_bps = Some((c.rate_mbps.unwrap_or(0.0) * 1e6).round() as u64);
@@ -220,18 +370,23 @@ fn scripted_timeline(c: &CarrierConfig, motion: &Motion, duration: Time) -> Carr
         if t >= duration || interval == Time::ZERO {
             break;
         }
+        let exec = c.interruption.map_or(interruption, |d| d.draw(&mut rng));
         handovers.push(HandoverRecord {
             t_s: t.secs_f64(),
             position_m: motion.position_at(t),
             carrier: c.id.clone(),
             from_cell: format!("{}-{}", c.id, k + 1),
             to_cell: format!("{}-{}", c.id, k + 2),
-            interruption_ms: c.interruption_ms,
+            interruption_ms: match c.interruption {
+                Some(_) => exec.ms_f64(),
+                None => c.interruption_ms,
+            },
+            ..Default::default()
         });
-        if interruption > Time::ZERO {
+        if exec > Time::ZERO {
             steps.at(t).outage = Some(true);
             // A following handover cannot start before this one ends.
-            steps.at((t + interruption).min(t + interval)).outage = Some(false);
+            steps.at((t + exec).min(t + interval)).outage = Some(false);
         }
         k += 1;
     }

@@ -120,6 +120,10 @@ pub struct Summary {
     pub runs: u64,
     pub claims: Vec<Claim>,
     pub numbers: Vec<Number>,
+    /// One row per run, for studies that list their runs (train: seed, scheme, goodput, each
+    /// carrier's handovers); absent for the others.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub runs_table: Vec<serde_json::Value>,
 }
 
 /// What a study's analysis finds: the summary's numbers and claims, and the report's content.
@@ -130,6 +134,8 @@ pub struct Findings {
     pub numbers: Vec<Number>,
     pub claims: Vec<Claim>,
     pub report: Report,
+    /// The summary's `runs_table` (empty: none).
+    pub runs_table: Vec<serde_json::Value>,
 }
 
 impl Findings {

@@ -370,6 +370,7 @@ pub fn reproduce_into(
         numbers,
         claims,
         report,
+        runs_table,
     } = findings;
     let summary = Summary {
         format: FORMAT.into(),
@@ -380,6 +381,7 @@ pub fn reproduce_into(
         runs,
         claims,
         numbers,
+        runs_table,
     };
     write_json(&dir.join("summary.json"), &summary)?;
     write_text(

@@ -22,6 +22,7 @@ pub mod stats;
 pub mod studies;
 pub mod svg;
 pub mod tcp_fs;
+pub mod train;
 
 pub use findings::{Claim, Findings, Meta, Number, Summary, FORMAT};
 pub use frame::{Entry, KernelResult, KernelRun, Options, Reproduction};

@@ -201,6 +201,7 @@ mod tests {
                 Claim::new("b", "B", false, "f"),
             ],
             numbers: vec![],
+            runs_table: vec![],
         };
         let p = report(&meta, &s, &f.report);
         assert!(p.contains("<title>railpath: the X paper reproduced</title>"));

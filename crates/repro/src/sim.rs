@@ -70,3 +70,17 @@ pub fn handover_times(s: &Scenario, seed: u64) -> Result<Vec<Vec<f64>>, String> 
         .map(|c| c.handovers.iter().map(|h| h.t_s).collect())
         .collect())
 }
+
+/// Every handover of the scenario's train for `seed` (the radio model alone, the carriers as
+/// resolved: a profile's failure model applied), in the order of the carriers then time.
+pub fn handovers(s: &Scenario, seed: u64) -> Result<Vec<railpath_radio::HandoverRecord>, String> {
+    let r = s.validate().map_err(|e| e.to_string())?;
+    let radio = r
+        .radio
+        .as_ref()
+        .ok_or("the scenario has no train radio model")?;
+    let end = Time::from_secs_f64(s.run.duration_s);
+    let tl = railpath_radio::carrier_timelines(&radio.train, &radio.carriers, seed, end)
+        .map_err(|e| format!("radio model: {}: {}", e.key, e.message))?;
+    Ok(tl.into_iter().flat_map(|t| t.handovers).collect())
+}

@@ -3,7 +3,7 @@
 
 use crate::frame::{self, Entry, Options, Reproduction};
 use crate::page;
-use crate::{bloat, bond, pha, proxy_lb, tcp_fs};
+use crate::{bloat, bond, pha, proxy_lb, tcp_fs, train};
 use std::path::Path;
 
 /// Every study reproduced so far, in the index's order.
@@ -13,6 +13,7 @@ pub const STUDIES: &[Entry] = &[
     Entry::of::<tcp_fs::TcpFs>(),
     Entry::of::<bloat::Bloat>(),
     Entry::of::<bond::Bond>(),
+    Entry::of::<train::Train>(),
 ];
 
 /// Study names, for errors and help.

@@ -509,7 +509,16 @@ pub(crate) fn resolve(s: &Scenario) -> Result<Resolved, ScenarioError> {
     let radio = match (&s.train, s.carriers.is_empty()) {
         (Some(train), false) => Some(Radio {
             train: train.clone(),
-            carriers: s.carriers.clone(),
+            // A carrier's `profile` fills the keys it bundles that the carrier leaves out.
+            carriers: s
+                .carriers
+                .iter()
+                .map(|c| {
+                    let mut c = c.clone();
+                    c.apply_profile();
+                    c
+                })
+                .collect(),
         }),
         _ => None,
     };
@@ -542,10 +551,18 @@ pub(crate) fn resolve(s: &Scenario) -> Result<Resolved, ScenarioError> {
             })?),
             None => None,
         };
-        links.push(LinkSpec {
-            link: l.clone(),
-            carrier,
-        });
+        let mut link = l.clone();
+        // A link without a buffer of its own gets its carrier's eNodeB queue, if it gives one.
+        if let (Some(c), None, None) = (carrier, l.buffer_packets, l.buffer_bytes) {
+            let enb = radio
+                .as_ref()
+                .and_then(|r| r.carriers.get(c))
+                .and_then(|c| c.enb_buffer_packets);
+            if let Some(b) = enb {
+                link.buffer_packets = Some(b);
+            }
+        }
+        links.push(LinkSpec { link, carrier });
     }
     let link = |key: &str, id: &str| {
         s.link_index(id)

@@ -14,7 +14,7 @@ use crate::mptcp::connection::{MptcpFlow, MptcpSetup};
 use crate::net::link::{LinkDir, Trace};
 use crate::net::{Endpoint, Hop, Net, Side, StepAction};
 use crate::results::Handover;
-use crate::world::{LinkRuntime, SimError, World};
+use crate::world::{LinkRuntime, LossSamples, SimError, World};
 use railpath_core::{Rng, Time};
 use railpath_scenario::{
     BalancerSpec, BondSpec, FlowSpec, HandoffPlan, LinkSpec, MptcpSpec, PathTarget, Resolved,
@@ -223,6 +223,9 @@ impl Builder<'_> {
             next_step: first,
             queue_samples: Vec::with_capacity(self.nbins),
             unplug: l.unplug,
+            loss_samples: carrier
+                .is_some_and(|(cfg, _)| cfg.failures.is_some())
+                .then(LossSamples::default),
         });
         Ok(())
     }
@@ -651,6 +654,10 @@ fn carrier_steps(
                 steps.push((st.t, StepAction::OutageEnd));
             }
             None => {}
+        }
+        if st.drop_queue {
+            // A failure: what the link holds (and receives until the outage ends) is lost.
+            steps.push((st.t, StepAction::DropQueue));
         }
     }
 }

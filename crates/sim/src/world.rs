@@ -44,6 +44,28 @@ pub(crate) struct LinkRuntime {
     pub queue_samples: Vec<f64>,
     /// Its outages are its interface unplugged (`unplug`): bonds see them at once.
     pub unplug: bool,
+    /// Per bin, the forward direction's packets dropped and forwarded (`dropped_packets`,
+    /// `forwarded_packets`): kept for links of a carrier with the failure model only, so runs
+    /// without it write the series they always did.
+    pub loss_samples: Option<LossSamples>,
+}
+
+/// A link's per-bin drop and forward counts, and the counters at the last bin's end.
+#[derive(Default)]
+pub(crate) struct LossSamples {
+    pub dropped: Vec<f64>,
+    pub forwarded: Vec<f64>,
+    last_dropped: u64,
+    last_forwarded: u64,
+}
+
+impl LossSamples {
+    fn sample(&mut self, dropped: u64, forwarded: u64) {
+        self.dropped.push((dropped - self.last_dropped) as f64);
+        self.forwarded
+            .push((forwarded - self.last_forwarded) as f64);
+        (self.last_dropped, self.last_forwarded) = (dropped, forwarded);
+    }
 }
 
 /// The world during a run (built by `crate::build::world`).
@@ -224,8 +246,15 @@ impl World {
             f.sample(width);
         }
         for l in &mut self.links {
-            l.queue_samples
-                .push(self.net.dirs[l.fwd as usize].queued_bytes as f64);
+            let d = &self.net.dirs[l.fwd as usize];
+            l.queue_samples.push(d.queued_bytes as f64);
+            if let Some(ls) = &mut l.loss_samples {
+                let st = &d.stats;
+                ls.sample(
+                    st.drops_overflow + st.drops_random + st.drops_outage,
+                    st.forwarded,
+                );
+            }
         }
         self.bins_done += 1;
         if self.bins_done < self.nbins {
@@ -316,6 +345,19 @@ impl World {
                 metric: "queue_bytes",
                 values: l.queue_samples.clone(),
             });
+            if let Some(ls) = &l.loss_samples {
+                for (metric, values) in [
+                    ("dropped_packets", &ls.dropped),
+                    ("forwarded_packets", &ls.forwarded),
+                ] {
+                    series.push(Series {
+                        flow: String::new(),
+                        subflow: l.id.clone(),
+                        metric,
+                        values: values.clone(),
+                    });
+                }
+            }
         }
         let bonds = self
             .net

@@ -22,7 +22,7 @@ use railpath_scenario::{
     MptcpCc, MptcpMechanism, PrioBy, Resolved, ScenarioError, TcpCc, TcpRoute, Transport,
 };
 use railpath_sim::results::{
-    AvgMax, FlowSummary, Handover, LinkSummary, RunResults, Series, SubflowSummary, Summary,
+    AvgMax, FlowSummary, LinkSummary, RunResults, Series, SubflowSummary, Summary,
 };
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io::{Read, Write};
@@ -838,17 +838,7 @@ pub fn run_scenario_with(
     }
     let handovers = railpath_linkem::config::links_and_handovers(s)?.1;
     let mut results = assemble(s, &ccs, &plans, &client_results, &samples, &report, nbins);
-    results.summary.handovers = handovers
-        .into_iter()
-        .map(|h| Handover {
-            t_s: h.t_s,
-            position_m: h.position_m,
-            carrier: h.carrier,
-            from_cell: h.from_cell,
-            to_cell: h.to_cell,
-            interruption_ms: h.interruption_ms,
-        })
-        .collect();
+    results.summary.handovers = handovers;
     results.summary.wall_s = wall.elapsed().as_secs_f64();
     Ok((results, report))
 }

@@ -114,6 +114,9 @@ pub struct LinkDir {
     /// Power accounting of a bond member's data direction (awake and asleep time).
     pub awake: Option<crate::power::AwakeClock>,
     pub outage_mode: OutageMode,
+    /// Whether the outage in progress loses what the link holds and receives (the link's
+    /// `outage_mode` is drop, or a failure dropped its queue: [`LinkDir::drop_queue`]).
+    outage_drops: bool,
     /// Nesting count of outages in force.
     pub down: u32,
     /// End of the current outage (for re-arming held pipe arrivals).
@@ -167,6 +170,7 @@ impl LinkDir {
             head_lost: false,
             awake: None,
             outage_mode: OutageMode::Hold,
+            outage_drops: false,
             down: 0,
             down_until: Time::ZERO,
             packets: VecDeque::with_capacity(
@@ -202,7 +206,7 @@ impl LinkDir {
     pub fn enqueue(&mut self, mut p: Packet, now: Time) -> Wake {
         if self.down > 0 {
             self.log_outage_arrival(now);
-            if self.outage_mode == OutageMode::Drop {
+            if self.outage_drops {
                 self.stats.drops_outage += 1;
                 return Wake::None;
             }
@@ -378,8 +382,8 @@ impl LinkDir {
                 return Err(at);
             }
             if self.down > 0 {
-                match self.outage_mode {
-                    OutageMode::Hold => {
+                match self.outage_drops {
+                    false => {
                         // Held until the outage ends. When its end is due now (or was missed),
                         // arming at `now` would fire this same event again and again at one
                         // instant: leave the event unarmed, `outage_end` re-arms it.
@@ -390,7 +394,7 @@ impl LinkDir {
                         self.arrival_armed = Some(self.down_until);
                         return Err(self.down_until);
                     }
-                    OutageMode::Drop => {
+                    true => {
                         self.packets.pop_front();
                         self.in_pipe -= 1;
                         self.stats.drops_outage += 1;
@@ -426,24 +430,39 @@ impl LinkDir {
         self.down += 1;
         self.down_until = self.down_until.max(until);
         if self.outage_mode == OutageMode::Drop {
-            // Everything waiting is lost; a packet being serialised finishes (it is on the air).
-            let keep = if self.busy && self.trace.is_none() {
-                1
-            } else {
-                0
-            };
-            while self.queue_len() > keep {
-                let (_, p) = self.packets.pop_back().expect("len > keep");
-                self.queued_bytes -= p.size as u64;
-                self.stats.drops_outage += 1;
-            }
-            if let Some(tr) = &mut self.trace {
-                tr.head_done = 0;
-            }
-            if self.queue_len() == 0 {
-                if let Some(a) = &mut self.awake {
-                    a.idle(now);
-                }
+            self.outage_drops = true;
+            self.flush(now);
+        }
+    }
+
+    /// A failure during the outage in progress: what the link holds is lost, and so is what
+    /// reaches it until the outage ends, whatever its outage mode (nothing is forwarded).
+    pub fn drop_queue(&mut self, now: Time) {
+        if self.down == 0 {
+            return;
+        }
+        self.outage_drops = true;
+        self.flush(now);
+    }
+
+    /// Everything waiting is lost; a packet being serialised finishes (it is on the air).
+    fn flush(&mut self, now: Time) {
+        let keep = if self.busy && self.trace.is_none() {
+            1
+        } else {
+            0
+        };
+        while self.queue_len() > keep {
+            let (_, p) = self.packets.pop_back().expect("len > keep");
+            self.queued_bytes -= p.size as u64;
+            self.stats.drops_outage += 1;
+        }
+        if let Some(tr) = &mut self.trace {
+            tr.head_done = 0;
+        }
+        if self.queue_len() == 0 {
+            if let Some(a) = &mut self.awake {
+                a.idle(now);
             }
         }
     }
@@ -454,6 +473,7 @@ impl LinkDir {
         if self.down > 0 {
             return (Wake::None, None);
         }
+        self.outage_drops = false;
         let mut arm = None;
         if self.arrival_armed.is_none() {
             arm = (self.in_pipe > 0).then(|| self.packets[0].0.max(now));
@@ -753,6 +773,38 @@ mod tests {
         assert!(arm.is_some());
         assert_eq!(d.pop_arrival(Time::from_us(11_200)), Ok(None));
         assert_eq!(d.stats.drops_outage, 4);
+    }
+
+    #[test]
+    fn a_failure_drops_a_hold_links_queue_and_what_reaches_it_until_the_outage_ends() {
+        // A hold link in outage keeps its queue; a failure (drop_queue) loses it but for the
+        // packet on the air, and refuses arrivals until the outage ends; then it carries again.
+        let mut d = dir(Limit::Packets(10));
+        for _ in 0..3 {
+            d.enqueue(pkt(1500), Time::ZERO);
+        }
+        d.outage_start(Time::ZERO, Time::from_ms(50));
+        assert_eq!(d.enqueue(pkt(1500), Time::from_us(500)), Wake::None);
+        assert_eq!((d.queue_len(), d.stats.drops_outage), (4, 0), "held");
+        d.drop_queue(Time::from_ms(1));
+        assert_eq!((d.queue_len(), d.stats.drops_outage), (1, 3));
+        assert_eq!(d.enqueue(pkt(1500), Time::from_ms(2)), Wake::None);
+        assert_eq!((d.queue_len(), d.stats.drops_outage), (1, 4));
+        // The packet on the air finished at 1.2 ms; its arrival (11.2 ms) is in the outage.
+        let (_, arm) = d.service(Time::from_us(1200));
+        assert_eq!(arm, Some(Time::from_us(11_200)));
+        assert!(d.take_arrival_event(Time::from_us(11_200)));
+        assert_eq!(d.pop_arrival(Time::from_us(11_200)), Ok(None));
+        assert_eq!(d.stats.drops_outage, 5);
+        d.outage_end(Time::from_ms(50));
+        // After the outage the link holds and serves again.
+        assert_eq!(
+            d.enqueue(pkt(1500), Time::from_ms(60)),
+            Wake::Service(Time::from_us(61_200))
+        );
+        // Outside an outage drop_queue does nothing.
+        d.drop_queue(Time::from_ms(61));
+        assert_eq!((d.queue_len(), d.stats.drops_outage), (1, 5));
     }
 
     #[test]

@@ -25,6 +25,9 @@ pub enum StepAction {
     /// Both directions stop delivering until the given time.
     OutageStart(Time),
     OutageEnd,
+    /// A failure during the outage in progress: both directions lose what they hold and what
+    /// reaches them until it ends (no forwarding).
+    DropQueue,
     /// Radio model: delay added to both directions (weak signal).
     ExtraDelay(Time),
     /// Radio model: loss probability added in the data direction (weak signal).
@@ -328,6 +331,11 @@ impl Net {
             StepAction::OutageEnd => {
                 self.outage_end(fwd);
                 self.outage_end(rev);
+            }
+            StepAction::DropQueue => {
+                let now = self.sched.now();
+                self.dirs[fwd as usize].drop_queue(now);
+                self.dirs[rev as usize].drop_queue(now);
             }
         }
     }
