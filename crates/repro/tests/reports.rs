@@ -521,9 +521,9 @@ fn bond_reproduction_is_deterministic_and_renders() {
         &a.join("bond/report.html"),
         &a.join("chromium-profile"),
     );
-    assert_eq!(page.matches("<svg class=\"plot\"").count(), 4, "{page}");
-    // Two traces in the failure plot, seven in each power plot.
-    assert!(page.matches("class=\"series\"").count() >= 16);
+    assert_eq!(page.matches("<svg class=\"plot\"").count(), 6, "{page}");
+    // Two traces in each of the three failure plots, seven in each power plot.
+    assert!(page.matches("class=\"series\"").count() >= 20);
 }
 
 #[test]
