@@ -136,6 +136,13 @@ pub struct Link {
     pub outages: Vec<Outage>,
     #[serde(default)]
     pub outage_mode: OutageMode,
+    /// Its outages are its interface removed and added back (a USB adapter unplugged and
+    /// plugged in again), not a carrier lost: a bond releases the member at once and enslaves
+    /// it again when it returns (no link-monitor wait), and an MPTCP flow loses its subflow
+    /// there (its data is sent again on the others) and opens a new one when it returns. Only
+    /// with `outage_mode = "drop"`; simulator only.
+    #[serde(default)]
+    pub unplug: bool,
     #[serde(default)]
     pub schedule: Vec<ScheduleStep>,
     /// A one-way delay that varies over a range (see [`DelayRange`]); replaces `delay_ms`.
@@ -341,6 +348,14 @@ pub struct Flow {
     /// packets; default unlimited (the peer's window bounds it).
     #[serde(default)]
     pub send_buffer_packets: Option<u32>,
+    /// mptcp: a fixed window each subflow keeps against its own data, bytes: a subflow sends
+    /// new data only while its segments sent and not cumulatively acknowledged at the subflow
+    /// level, one more included, fit in it (whole segments). Kheirkhah's ns-3 MPTCP model
+    /// (v1.0, 2015), which the BLOAT paper used, advertises 65535 bytes on every subflow
+    /// (no window scaling) and checks it per subflow. Default: none (RFC 8684's data-level
+    /// window alone). Simulator only.
+    #[serde(default)]
+    pub subflow_window_bytes: Option<u64>,
     /// mptcp: links whose subflows start as backup (RFC 8684 MP_JOIN with the B flag).
     #[serde(default)]
     pub backup_paths: Vec<String>,
@@ -582,11 +597,19 @@ pub struct BloatMonitorOptions {
     /// false: only watch (records, TransmitTimes, the episodes it would act on, the send
     /// buffer as the paper counts it) and change nothing.
     pub retransmit: bool,
+    /// The average the suspicion test compares the send buffer with (the paper says only
+    /// "average"): none (default), its time average since the flow began; a number of seconds,
+    /// an exponentially weighted moving average with that time constant (docs/models/bloat.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub average_s: Option<f64>,
 }
 
 impl Default for BloatMonitorOptions {
     fn default() -> Self {
-        BloatMonitorOptions { retransmit: true }
+        BloatMonitorOptions {
+            retransmit: true,
+            average_s: None,
+        }
     }
 }
 
@@ -814,6 +837,10 @@ pub struct TcpOptions {
     pub send_buffer_bytes: Option<u64>,
     /// When a timeout cuts ssthresh (default "per-episode", Linux's; "every-timeout", ns-2's).
     pub timeout_ssthresh: Option<TimeoutSsthresh>,
+    /// The most a reordering the sender detects raises its duplicate-ACK threshold, packets
+    /// (Linux `net.ipv4.tcp_max_reordering`, 300 since 3.16; `TCP_MAX_REORDERING`, 127,
+    /// before it, e.g. Linux 3.5). Default 300.
+    pub max_reordering: Option<u32>,
 }
 
 /// TCP options with every default filled in.
@@ -843,6 +870,8 @@ pub struct TcpConfig {
     pub wmem_bytes: [u64; 3],
     pub send_buffer_bytes: Option<u64>,
     pub timeout_ssthresh: TimeoutSsthresh,
+    /// Packets (`max_reordering`, default 300).
+    pub max_reordering: u32,
 }
 
 /// Linux 6.18's `net.ipv4.tcp_rmem` (the kernel the testbed calibration ran on).
@@ -875,7 +904,8 @@ impl TcpOptions {
             rmem_bytes,
             wmem_bytes,
             send_buffer_bytes,
-            timeout_ssthresh
+            timeout_ssthresh,
+            max_reordering
         )
     }
 
@@ -903,6 +933,7 @@ impl TcpOptions {
             wmem_bytes: self.wmem_bytes.unwrap_or(LINUX_TCP_WMEM),
             send_buffer_bytes: self.send_buffer_bytes,
             timeout_ssthresh: self.timeout_ssthresh.unwrap_or(TimeoutSsthresh::PerEpisode),
+            max_reordering: self.max_reordering.unwrap_or(300),
         }
     }
 }

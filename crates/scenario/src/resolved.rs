@@ -331,6 +331,8 @@ pub struct MptcpSpec {
     /// Dynamic right-sizing of the data receiver's buffer (resolved default).
     pub receive_buffer_autotune: bool,
     pub send_buffer_packets: Option<u32>,
+    /// Each subflow's own fixed window, bytes (`subflow_window_bytes`).
+    pub subflow_window_bytes: Option<u64>,
     /// The reinjection rule in force (resolved default).
     pub reinject: Reinject,
     /// As written (`None`: the rule's default, 4).
@@ -854,6 +856,7 @@ fn resolve_mptcp(
         receive_buffer_packets: f.receive_buffer_packets,
         receive_buffer_autotune: f.receive_buffer_autotuned(),
         send_buffer_packets: f.send_buffer_packets,
+        subflow_window_bytes: f.subflow_window_bytes,
         reinject: f.reinject_rule(),
         stale_loss_cnt: f.stale_loss_cnt,
         backup_paths: f.backup_paths.clone(),
@@ -938,7 +941,10 @@ rate_mbps = 100
         assert_eq!(m.stale_loss_cnt(), 4);
         assert_eq!(
             m.bloat_monitor(),
-            Some(BloatMonitorOptions { retransmit: false })
+            Some(BloatMonitorOptions {
+                retransmit: false,
+                average_s: None
+            })
         );
         assert!(m.proxy.is_none() && m.handover_aware().is_none());
         assert_eq!(r.flow_links(&r.flows[0]), [0, 1, 0]);

@@ -344,6 +344,16 @@ impl Scenario {
                     if let Some(b) = f.send_buffer_packets {
                         c.int_range(&k("send_buffer_packets"), b, 1, 10_000_000, "packets")?;
                     }
+                    if let Some(w) = f.subflow_window_bytes {
+                        let mss = u64::from(self.tcp_config(i).mss_bytes);
+                        c.int_range(
+                            &k("subflow_window_bytes"),
+                            w,
+                            mss,
+                            1 << 30,
+                            "bytes (at least one segment, mss_bytes)",
+                        )?;
+                    }
                     for (j, p) in f.backup_paths.iter().enumerate() {
                         if !f.paths.contains(p) {
                             return Err(c.err(
@@ -520,12 +530,13 @@ impl Scenario {
 
 /// The keys only an mptcp flow takes, each with whether `f` sets it (checked, in this order,
 /// on tcp and udp flows).
-fn mptcp_keys_set(f: &crate::Flow) -> [(bool, &'static str); 9] {
+fn mptcp_keys_set(f: &crate::Flow) -> [(bool, &'static str); 10] {
     [
         (f.proxy.is_some(), "proxy"),
         (f.scheduler.is_some(), "scheduler"),
         (f.receive_buffer_packets.is_some(), "receive_buffer_packets"),
         (f.send_buffer_packets.is_some(), "send_buffer_packets"),
+        (f.subflow_window_bytes.is_some(), "subflow_window_bytes"),
         (!f.backup_paths.is_empty(), "backup_paths"),
         (!f.prio_changes.is_empty(), "prio_changes"),
         (f.reinject.is_some(), "reinject"),
@@ -553,6 +564,12 @@ fn validate_link(c: &Check, i: usize, l: &Link) -> Result<(), ScenarioError> {
                 ));
             }
         }
+    }
+    if l.unplug && l.outage_mode != crate::OutageMode::Drop {
+        return Err(c.err(
+            k("unplug"),
+            "only with outage_mode = \"drop\" (an unplugged interface loses what it holds)",
+        ));
     }
     if let Some(w) = &l.wifi {
         for (set, key) in [
@@ -1091,6 +1108,16 @@ impl Scenario {
                 "only with mechanisms = [\"bloat-monitor\"]",
             ));
         }
+        if let Some(a) = f.bloat_monitor.and_then(|b| b.average_s) {
+            c.range(
+                &k("bloat_monitor.average_s"),
+                a,
+                0.0,
+                true,
+                3600.0,
+                "s (the moving average's time constant; leave it out for the average since the flow began)",
+            )?;
+        }
         if tcp_fs && f.handoffs.is_empty() {
             return Err(c.err(
                 k("mechanisms"),
@@ -1366,6 +1393,9 @@ fn validate_tcp(c: &Check, prefix: &str, t: &TcpOptions) -> Result<(), ScenarioE
     if let Some(w) = t.send_buffer_bytes {
         c.int_range(&k("send_buffer_bytes"), w, 1000, 1 << 31, "bytes")?;
     }
+    if let Some(r) = t.max_reordering {
+        c.int_range(&k("max_reordering"), u64::from(r), 3, 10_000, "packets")?;
+    }
     for (key, v) in [("rmem_bytes", t.rmem_bytes), ("wmem_bytes", t.wmem_bytes)] {
         if let Some([lo, def, hi]) = v {
             for (i, x) in [lo, def, hi].into_iter().enumerate() {
@@ -1529,6 +1559,18 @@ paths = ["a"]
             "paths = [\"zz\"]\n[[bond]]\nid = \"bd\"\nmembers = [\"a\"]",
             "flow[0].paths[0]",
             "expected one of the [[link]] or [[bond]] ids: \"a\", \"b\", \"bd\"",
+        );
+        // An unplugged interface loses what it holds.
+        check(
+            "rate_mbps = 20",
+            "rate_mbps = 20\noutage_mode = \"drop\"\nunplug = true",
+        )
+        .unwrap();
+        fails(
+            "rate_mbps = 20",
+            "rate_mbps = 20\nunplug = true",
+            "link[1].unplug",
+            "only with outage_mode = \"drop\"",
         );
         // An 802.11 link takes its rate from its PHY rate.
         check(
@@ -2227,8 +2269,45 @@ paths = ["a"]
             "flow[0].bloat_monitor",
             "only with mechanisms = [\"bloat-monitor\"]",
         );
+        // The suspicion's moving average: a time constant > 0 s.
+        let bm =
+            |x: &str| format!("{mp}\nmechanisms = [\"bloat-monitor\"]\nbloat_monitor = {{ {x} }}");
+        check("kind = \"tcp\"\ncc = \"newreno\"", &bm("average_s = 2.5")).unwrap();
+        for bad in ["average_s = 0", "average_s = -1", "average_s = 4000"] {
+            fails(
+                "kind = \"tcp\"\ncc = \"newreno\"",
+                &bm(bad),
+                "flow[0].bloat_monitor.average_s",
+                "expected a number > 0 and <= 3600 s (the moving average's time constant",
+            );
+        }
+        // Each subflow's own window (Kheirkhah's ns-3 MPTCP): at least one segment, mptcp only.
+        check(
+            "kind = \"tcp\"\ncc = \"newreno\"",
+            &format!("{mp}\nsubflow_window_bytes = 65535"),
+        )
+        .unwrap();
+        fails(
+            "kind = \"tcp\"\ncc = \"newreno\"",
+            &format!("{mp}\nsubflow_window_bytes = 1000"),
+            "flow[0].subflow_window_bytes",
+            "expected an integer from 1448 to 1073741824 bytes (at least one segment, mss_bytes), found 1000",
+        );
+        fails(
+            "cc = \"newreno\"",
+            "cc = \"newreno\"\nsubflow_window_bytes = 65535",
+            "flow[0].subflow_window_bytes",
+            "only for kind = \"mptcp\" flows",
+        );
         let t = |x: &str| format!("[tcp]\n{x}\n\n[run]");
         check("[run]", &t("send_buffer_bytes = 131072")).unwrap();
+        check("[run]", &t("max_reordering = 127")).unwrap();
+        fails(
+            "[run]",
+            &t("max_reordering = 2"),
+            "tcp.max_reordering",
+            "expected an integer from 3 to 10000 packets, found 2",
+        );
         fails(
             "[run]",
             &t("send_buffer_bytes = 999"),

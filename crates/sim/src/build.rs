@@ -173,6 +173,10 @@ impl Builder<'_> {
         if let Some(mac) = wifi {
             rev.wifi = Some(mac);
             rev.rate_bps = mac.saturation_bps(1500).round() as u64;
+            // The AP's and the client's stations share the link's channel.
+            let ch = std::rc::Rc::new(crate::net::wifi::Channel::default());
+            fwd.channel = Some(std::rc::Rc::clone(&ch));
+            rev.channel = Some(ch);
         }
         if let Some(t) = &l.reverse_trace_ms {
             rev.trace = Some(Trace::new(Arc::from(t.as_slice())));
@@ -218,6 +222,7 @@ impl Builder<'_> {
             steps,
             next_step: first,
             queue_samples: Vec::with_capacity(self.nbins),
+            unplug: l.unplug,
             loss_samples: carrier
                 .is_some_and(|(cfg, _)| cfg.failures.is_some())
                 .then(LossSamples::default),
@@ -535,6 +540,28 @@ impl Builder<'_> {
             .collect();
         let plan =
             crate::mechanisms::pha::plan(self.r, &f.id, m, self.end).map_err(SimError::Internal)?;
+        // Subflows over a link whose outages are its interface unplugged: (time, subflow,
+        // plugged back). Plugged back, the client joins a new subflow (MP_JOIN: its SYN, the
+        // server's SYN/ACK, its ACK), and the server sends on it once that ACK has arrived: one
+        // data-direction and two reverse-direction delays after the interface returns.
+        let mut unplugs = Vec::new();
+        for (j, sub) in m.subflows.iter().enumerate() {
+            if let railpath_scenario::PathTarget::Link(li) = sub.path {
+                if self.links[li].unplug {
+                    let l = &self.r.links[li].link;
+                    let join = Time::from_ms_f64(
+                        l.delay_ms + 2.0 * l.reverse_delay_ms.unwrap_or(l.delay_ms),
+                    );
+                    for (t, a) in &self.links[li].steps {
+                        match a {
+                            StepAction::OutageStart(_) => unplugs.push((*t, j, false)),
+                            StepAction::OutageEnd => unplugs.push((*t + join, j, true)),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
         let flow = MptcpFlow::new(MptcpSetup {
             idx: fi as u32,
             id: &f.id,
@@ -544,8 +571,13 @@ impl Builder<'_> {
             seed: self.r.run.seed,
             nbins: self.nbins,
             plan,
+            unplugs,
         });
-        let controls = flow.prio_script.iter().map(|pc| pc.t);
+        let controls = flow
+            .prio_script
+            .iter()
+            .map(|pc| pc.t)
+            .chain(flow.unplugs.iter().map(|u| u.0));
         for (k, t) in controls.chain(flow.wakes.iter().copied()).enumerate() {
             self.net.sched.at(
                 t,

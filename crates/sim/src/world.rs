@@ -42,6 +42,8 @@ pub(crate) struct LinkRuntime {
     pub steps: Vec<(Time, StepAction)>,
     pub next_step: usize,
     pub queue_samples: Vec<f64>,
+    /// Its outages are its interface unplugged (`unplug`): bonds see them at once.
+    pub unplug: bool,
     /// Per bin, the forward direction's packets dropped and forwarded (`dropped_packets`,
     /// `forwarded_packets`): kept for links of a carrier with the failure model only, so runs
     /// without it write the series they always did.
@@ -217,7 +219,22 @@ impl World {
             }
             l.next_step += 1;
             let (fwd, rev) = (l.fwd, l.rev);
+            let unplugged =
+                l.unplug && matches!(action, StepAction::OutageStart(_) | StepAction::OutageEnd);
             self.net.apply_step(fwd, rev, action);
+            if unplugged {
+                // The interface is removed (the bonding driver releases a slave whose device
+                // unregisters, `bond_netdev_event()` on NETDEV_UNREGISTER) or added back
+                // (enslaved again, its carrier checked at once): every bond over it sees the
+                // change now, not at its next link-monitor check.
+                let Net { bonds, dirs, .. } = &mut self.net;
+                for b in bonds
+                    .iter_mut()
+                    .filter(|b| b.members.iter().any(|m| m.fwd == fwd))
+                {
+                    b.monitor(now, |m| dirs[m.fwd as usize].down == 0);
+                }
+            }
         }
     }
 

@@ -148,6 +148,12 @@ fn check_supported(r: &Resolved) -> Result<(), ScenarioError> {
             "the 802.11 MAC model runs in the simulator only: the testbed's links have a rate, give rate_mbps instead",
         ));
     }
+    if let Some(l) = r.links.iter().find(|l| l.link.unplug) {
+        return Err(err(
+            format!("link \"{}\".unplug", l.id()),
+            "an interface unplugged and plugged back runs in the simulator only: the testbed's outages take a link down, they remove no interface",
+        ));
+    }
     let mut mptcp_paths: Option<(&str, Vec<&String>)> = None;
     let mut mptcp_host: Option<(&str, HostWide)> = None;
     for f in &r.flows {
@@ -193,6 +199,14 @@ fn check_supported(r: &Resolved) -> Result<(), ScenarioError> {
                 key("tcp.send_buffer_bytes"),
                 "a fixed send buffer runs in the simulator only: the testbed's hosts autotune tcp_wmem",
             ));
+        }
+        if let Transport::Mptcp(m) = &f.transport {
+            if m.subflow_window_bytes.is_some() {
+                return Err(err(
+                    key("subflow_window_bytes"),
+                    "a fixed window per subflow (Kheirkhah's ns-3 MPTCP) runs in the simulator only: the kernel's MPTCP has the data-level window alone",
+                ));
+            }
         }
         let m = match &f.transport {
             Transport::Tcp(t) => {
@@ -1266,6 +1280,18 @@ mod tests {
         assert_eq!(check(&s).unwrap_err().key, "flow \"x\".prio_changes[1].by");
         s.flows[0].prio_changes.pop();
         assert!(check(&s).is_ok());
+        // Kheirkhah's per-subflow window exists in the simulator only.
+        s.flows[0].subflow_window_bytes = Some(65535);
+        let e = check(&s).unwrap_err();
+        assert_eq!(e.key, "flow \"x\".subflow_window_bytes");
+        assert!(e.message.contains("simulator only"), "{}", e.message);
+        s.flows[0].subflow_window_bytes = None;
+        // So is an interface unplugged (a link's outages as the interface removed).
+        s.links[1].outage_mode = railpath_scenario::OutageMode::Drop;
+        s.links[1].unplug = true;
+        let e = check(&s).unwrap_err();
+        assert_eq!(e.key, "link \"b\".unplug");
+        assert!(e.message.contains("simulator only"), "{}", e.message);
     }
 
     #[test]

@@ -33,7 +33,10 @@
 //!    110 ms and 14.4 Mbit/s, against 13.3 without the monitor).
 //!
 //! The running average of the send buffer is its time average since the flow started (the
-//! paper says "average" and nothing more).
+//! paper says "average" and nothing more), or, with `bloat_monitor.average_s`, an exponentially
+//! weighted moving average of the send buffer over time with that time constant (the quantity
+//! held constant between updates, as the load averages of Unix, e.g. Linux `calc_load()`, weigh
+//! theirs): a shorter memory, so that an earlier bloat does not keep the average high.
 
 use railpath_core::Time;
 use serde::Serialize;
@@ -189,34 +192,61 @@ pub fn normal_path(problem: usize, counts: &[u64], usable: &[bool]) -> Option<us
         .max_by_key(|&i| (counts[i], Reverse(i)))
 }
 
-/// The time average of a quantity since a start time.
+/// The average of a quantity over time: since a start time, or exponentially weighted with a
+/// time constant (a moving average). The quantity is piecewise constant: it holds its last
+/// value until the next update.
 #[derive(Debug, Clone, Copy)]
 pub struct TimeAverage {
     start: Time,
     last: Time,
     value: f64,
     integral: f64,
+    /// The moving average's time constant, s (`None`: the average since `start`).
+    tau_s: Option<f64>,
+    /// The moving average up to `last` (0 before the start: the quantity was 0).
+    ewma: f64,
 }
 
 impl TimeAverage {
+    /// The average since `start`.
     pub fn new(start: Time) -> TimeAverage {
         TimeAverage {
             start,
             last: start,
             value: 0.0,
             integral: 0.0,
+            tau_s: None,
+            ewma: 0.0,
+        }
+    }
+
+    /// The exponentially weighted moving average with time constant `tau` from `start` on:
+    /// after the quantity held v for dt, `avg = v + (avg - v) e^(-dt / tau)`.
+    pub fn moving(start: Time, tau: Time) -> TimeAverage {
+        TimeAverage {
+            tau_s: Some(tau.secs_f64().max(1e-9)),
+            ..TimeAverage::new(start)
         }
     }
 
     /// The quantity is `v` from `now` on; returns the average up to `now`.
     pub fn update(&mut self, now: Time, v: f64) -> f64 {
-        self.integral += self.value * (now.saturating_sub(self.last)).secs_f64();
+        let dt = now.saturating_sub(self.last).secs_f64();
+        self.integral += self.value * dt;
+        if let Some(tau) = self.tau_s {
+            if dt > 0.0 {
+                self.ewma = self.value + (self.ewma - self.value) * (-dt / tau).exp();
+            }
+        }
         self.last = self.last.max(now);
         self.value = v;
         self.average()
     }
 
     pub fn average(&self) -> f64 {
+        if self.tau_s.is_some() {
+            return self.ewma;
+        }
         let span = self.last.saturating_sub(self.start).secs_f64();
         if span > 0.0 {
             self.integral / span
@@ -333,9 +363,18 @@ pub struct BloatState {
 }
 
 impl BloatState {
-    pub fn new(subflows: usize, start: Time, nbins: usize, retransmit: bool) -> BloatState {
+    /// `average`: the moving average's time constant (`None`: the average since `start`).
+    pub fn new(
+        subflows: usize,
+        start: Time,
+        nbins: usize,
+        retransmit: bool,
+        average: Option<Time>,
+    ) -> BloatState {
         BloatState {
-            avg: TimeAverage::new(start),
+            avg: average.map_or(TimeAverage::new(start), |tau| {
+                TimeAverage::moving(start, tau)
+            }),
             max_cwnd: vec![0; subflows],
             active: None,
             copied_upto: vec![None; subflows],
@@ -548,7 +587,7 @@ mod tests {
 
     #[test]
     fn an_episode_lasts_while_the_suspicion_does() {
-        let mut b = BloatState::new(2, ms(0), 0, true);
+        let mut b = BloatState::new(2, ms(0), 0, true, None);
         let mut m = Monitor::new(2);
         let paths = |c0: u32| [(c0, ms(20), true), (10, ms(20), true)].into_iter();
         // HoL on subflow 1 (seq 0), 40 packets on subflow 0 acked there, not at data level.
@@ -597,7 +636,7 @@ mod tests {
 
     #[test]
     fn watching_only_records_the_episode_and_queues_nothing() {
-        let mut b = BloatState::new(2, ms(0), 0, false);
+        let mut b = BloatState::new(2, ms(0), 0, false, None);
         let mut m = Monitor::new(2);
         m.assign(1, 0, 0, 1400, ms(0));
         for d in 1..=40 {
@@ -609,6 +648,56 @@ mod tests {
         b.on_ack(&m, ms(100), 200, 0, paths());
         assert!(b.active.is_some());
         assert!(b.queue.is_empty());
+    }
+
+    #[test]
+    fn moving_average_by_hand() {
+        // Time constant 1 s; the quantity 0 until 1 s, 10 until 2 s, then 0.
+        let mut a = TimeAverage::moving(ms(0), ms(1000));
+        assert_eq!(a.update(ms(1000), 10.0), 0.0);
+        // 10 held for 1 s: 10 + (0 - 10) e^-1 = 10 (1 - e^-1) = 6.3212...
+        let e = (-1.0f64).exp();
+        assert!((a.update(ms(2000), 0.0) - 10.0 * (1.0 - e)).abs() < 1e-12);
+        // 0 held for 1 s: 6.3212 e^-1 = 2.3254...; half a second more: x e^-0.5.
+        assert!((a.update(ms(3000), 0.0) - 10.0 * (1.0 - e) * e).abs() < 1e-12);
+        let x = 10.0 * (1.0 - e) * e * (-0.5f64).exp();
+        assert!((a.update(ms(3500), 0.0) - x).abs() < 1e-12);
+        // Updates at one instant change nothing but the value held from then on.
+        assert!((a.update(ms(3500), 7.0) - x).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_moving_average_forgets_an_earlier_bloat() {
+        // The send buffer at 1000 packets from 10 to 20 s, 50 otherwise; at 35 s it jumps to
+        // 300. Since the start (0-35 s): (10 x 50 + 10 x 1000 + 15 x 50) / 35 = 321.4 > 300:
+        // no suspicion. With a time constant of 1 s, 15 s after the first bloat the average is
+        // back to 50 + 950 e^-15 = 50.0003 < 300: suspicion.
+        let mut since = TimeAverage::new(ms(0));
+        let mut moving = TimeAverage::moving(ms(0), ms(1000));
+        for a in [&mut since, &mut moving] {
+            a.update(ms(0), 50.0);
+            a.update(ms(10_000), 1000.0);
+            a.update(ms(20_000), 50.0);
+        }
+        let (s, m) = (
+            since.update(ms(35_000), 300.0),
+            moving.update(ms(35_000), 300.0),
+        );
+        assert!((s - 11_250.0 / 35.0).abs() < 1e-9, "{s}");
+        // From 0 to 10 s at 50 the average reaches 50 (1 - e^-10); then 1000 for 10 s and 50
+        // for 15 s.
+        let e = |t: f64| (-t).exp();
+        let at20 = 1000.0 + (50.0 * (1.0 - e(10.0)) - 1000.0) * e(10.0);
+        let at35 = 50.0 + (at20 - 50.0) * e(15.0);
+        assert!((m - at35).abs() < 1e-9, "{m}");
+        let m1 = Monitor::new(2);
+        let paths = [PathView {
+            max_cwnd: 10,
+            min_rtt: ms(20),
+            usable: true,
+        }; 2];
+        assert!(!detect(&m1, 300.0, s, &paths).suspicion);
+        assert!(detect(&m1, 300.0, m, &paths).suspicion);
     }
 
     #[test]

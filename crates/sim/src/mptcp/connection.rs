@@ -53,6 +53,9 @@ pub(crate) struct Subflow {
     pub backup: bool,
     /// Potentially failed / stale: not offered to the scheduler until it makes progress.
     pub failed: bool,
+    /// Its interface is unplugged (`unplug` links): the subflow is gone, what arrives for it is
+    /// discarded, until a new one replaces it.
+    pub removed: bool,
     rto_seen: u64,
     retrans_seen: u64,
     rtos_without_progress: u32,
@@ -119,6 +122,8 @@ pub(crate) struct MptcpSetup<'a> {
     pub nbins: usize,
     /// PHA / PHA-D, computed from the train's position timeline before the run.
     pub plan: Option<crate::mechanisms::pha::Plan>,
+    /// Interfaces unplugged and plugged back: (time, subflow, plugged back).
+    pub unplugs: Vec<(Time, usize, bool)>,
 }
 
 pub(crate) struct MptcpFlow {
@@ -167,8 +172,14 @@ pub(crate) struct MptcpFlow {
     pub completed_at: Option<Time>,
     // scripted control
     pub prio_script: Vec<PrioScript>,
+    /// Interfaces unplugged and plugged back: (time, subflow, plugged back): `control`
+    /// indices after the prio script's.
+    pub unplugs: Vec<(Time, usize, bool)>,
+    /// Per entry of `unplugs` that plugs back: the new subflow's TCP sender and receiver,
+    /// built at the start as the first ones were.
+    spares: Vec<Option<Box<(TcpSender, TcpReceiver)>>>,
     /// Times to look again at scheduling (when a PHA block ends): `control` indices after the
-    /// prio script's.
+    /// unplugs.
     pub wakes: Vec<Time>,
     /// PHA's blocks (also checked on every new send) and PHA-D's backup times, for statistics.
     pha_blocks: Option<crate::mechanisms::pha::Blocks>,
@@ -296,11 +307,23 @@ impl MptcpFlow {
     pub fn new(setup: MptcpSetup) -> MptcpFlow {
         let f = setup.spec;
         let tcp = &f.tcp;
-        let mut subflows = Vec::with_capacity(f.subflows.len());
-        for (j, (sub, &(data_route, ack_route))) in f.subflows.iter().zip(&setup.routes).enumerate()
-        {
-            let scfg = SenderConfig::from_tcp(tcp);
+        // Subflow j's TCP sender and receiver; `generation` > 0 for the new subflows that replace
+        // one whose interface was unplugged (their own random streams).
+        let build = |j: usize, data_route: u32, generation: usize| {
+            let mut scfg = SenderConfig::from_tcp(tcp);
+            if let Some(wb) = f.subflow_window_bytes {
+                // Each subflow's own fixed window (Kheirkhah's ns-3 MPTCP,
+                // `MpTcpSocketBase::AvailableWindow`: min(the peer's 65535, cwnd) less the
+                // subflow's unacknowledged bytes, no new segment in less than an MSS) bounds
+                // what a fixed send buffer bounds: segments sent and not cumulatively acked.
+                let segs = (wb / u64::from(tcp.mss_bytes)).clamp(1, u64::from(u32::MAX)) as u32;
+                scfg.send_buffer_segs = Some(scfg.send_buffer_segs.map_or(segs, |s| s.min(segs)));
+            }
             let w = Window::new(scfg.initial_window, scfg.mss);
+            let stream = match generation {
+                0 => format!("cc/{}/{j}", setup.id),
+                g => format!("cc/{}/{j}/{g}", setup.id),
+            };
             let cc = match f.cc {
                 MptcpCc::Uncoupled(single) => cc::build(
                     single,
@@ -308,7 +331,7 @@ impl MptcpFlow {
                     cc::CcParams {
                         hystart: tcp.hystart,
                         header_bytes: tcp.header_bytes,
-                        rng: Rng::stream(setup.seed, &format!("cc/{}/{j}", setup.id)),
+                        rng: Rng::stream(setup.seed, &stream),
                     },
                 ),
                 MptcpCc::Coupled(c) => super::cc::build_coupled(c),
@@ -316,6 +339,12 @@ impl MptcpFlow {
             let mut sender = TcpSender::new(scfg, cc, data_route, tcp.receive_window_bytes);
             sender.use_rwnd = false;
             let receiver = TcpReceiver::new(ReceiverConfig::from_tcp(tcp));
+            (sender, receiver)
+        };
+        let mut subflows = Vec::with_capacity(f.subflows.len());
+        for (j, (sub, &(data_route, ack_route))) in f.subflows.iter().zip(&setup.routes).enumerate()
+        {
+            let (sender, receiver) = build(j, data_route, 0);
             subflows.push(Subflow {
                 link_id: sub.name.clone(),
                 link_name: sub.path_id.clone(),
@@ -324,6 +353,7 @@ impl MptcpFlow {
                 ack_route,
                 backup: sub.backup,
                 failed: false,
+                removed: false,
                 rto_seen: 0,
                 retrans_seen: 0,
                 rtos_without_progress: 0,
@@ -343,6 +373,10 @@ impl MptcpFlow {
                 cwnd: Vec::with_capacity(setup.nbins),
                 srtt: Vec::with_capacity(setup.nbins),
             });
+        }
+        let mut spares: Vec<Option<Box<(TcpSender, TcpReceiver)>>> = Vec::new();
+        for (k, &(_, j, plugged)) in setup.unplugs.iter().enumerate() {
+            spares.push(plugged.then(|| Box::new(build(j, subflows[j].sender.route, k + 1))));
         }
         let sched_name = f.scheduler.as_str().to_string();
         let mut scheduler = sched::build(
@@ -410,6 +444,9 @@ impl MptcpFlow {
             for sf in &mut subflows {
                 sf.sender.cfg.linux_rto = true;
             }
+            for sp in spares.iter_mut().flatten() {
+                sp.0.cfg.linux_rto = true;
+            }
         }
         let drs = f
             .receive_buffer_autotune
@@ -422,6 +459,9 @@ impl MptcpFlow {
             // The subflows are Linux TCP receivers: quick ACKs while their window grows.
             for sf in &mut subflows {
                 sf.receiver.enable_linux_ack(LinuxAck::new(d.window, mss));
+            }
+            for sp in spares.iter_mut().flatten() {
+                sp.1.enable_linux_ack(LinuxAck::new(d.window, mss));
             }
         }
         let bloat = f.bloat_monitor();
@@ -465,6 +505,8 @@ impl MptcpFlow {
             adv_edge: 0,
             completed_at: None,
             prio_script,
+            unplugs: setup.unplugs,
+            spares,
             wakes,
             pha_blocks,
             phad_backup,
@@ -477,6 +519,7 @@ impl MptcpFlow {
                     setup.start,
                     setup.nbins,
                     o.retransmit,
+                    o.average_s.map(Time::from_secs_f64),
                 ))
             }),
             goodput: Vec::with_capacity(setup.nbins),
@@ -1211,6 +1254,64 @@ impl MptcpFlow {
         net.send(ack);
     }
 
+    /// Entry `k` of `unplugs`. Unplugged: the interface's address is gone, and the path
+    /// manager closes the subflow over it (Linux `mptcp_pm_nl_rm_addr_or_subflow()` ->
+    /// `mptcp_close_ssk()`), whose data not yet acknowledged at the data level is sent again on
+    /// the others (`__mptcp_retransmit_pending_data()`): here at once, as the rto rule does at a
+    /// timeout. Plugged back: a new subflow over it, a fresh TCP connection (initial window,
+    /// no RTT estimate), without the MP_JOIN handshake (which the model leaves out for every
+    /// subflow).
+    fn unplug(&mut self, k: usize, net: &mut Net) {
+        let (_, j, plugged) = self.unplugs[k];
+        if plugged {
+            let Some(pair) = self.spares[k].take() else {
+                return;
+            };
+            let data_una = self.data_una;
+            let sf = &mut self.subflows[j];
+            (sf.sender, sf.receiver) = *pair;
+            sf.removed = false;
+            sf.failed = false;
+            sf.stale = false;
+            sf.stale_count = 0;
+            sf.rto_seen = 0;
+            sf.retrans_seen = 0;
+            sf.rtos_without_progress = 0;
+            sf.pace_wait = None;
+            sf.red_next = sf.red_next.max(data_una);
+            sf.acks = 0;
+            sf.acks_at_expiry = 0;
+        } else {
+            let data_una = self.data_una;
+            let sf = &mut self.subflows[j];
+            if sf.removed {
+                return;
+            }
+            sf.removed = true;
+            sf.failed = true;
+            sf.stale = true;
+            // Its timers will find nothing armed.
+            sf.sender.armed = None;
+            sf.receiver.armed = None;
+            let mut dsns: Vec<u64> = sf
+                .sender
+                .outstanding()
+                .filter(|&(dsn, _, sacked)| !sacked && dsn >= data_una)
+                .map(|(dsn, _, _)| dsn)
+                .collect();
+            dsns.extend(sf.wq.drain(..).map(|(dsn, _)| dsn));
+            sf.wq_bytes = 0;
+            for dsn in dsns {
+                let i = (dsn - data_una) as usize;
+                if i < self.reinjected.len() && !self.reinjected[i] {
+                    self.reinjected[i] = true;
+                    self.reinject_q.push_back((dsn, j as u16));
+                }
+            }
+        }
+        self.push(net);
+    }
+
     fn fill_views(&mut self) {
         self.views.clear();
         let all_backup = self.subflows.iter().all(|s| s.backup || s.failed);
@@ -1236,6 +1337,10 @@ impl FlowOps for MptcpFlow {
     fn on_packet(&mut self, sub: u16, side: Side, p: &Packet, net: &mut Net) {
         let now = net.now();
         let j = sub as usize;
+        if self.subflows[j].removed {
+            // Its interface is gone: the host has no socket for it.
+            return;
+        }
         match side {
             Side::Sender => {
                 debug_assert_eq!(p.kind, Kind::Ack);
@@ -1442,6 +1547,11 @@ impl FlowOps for MptcpFlow {
     /// A scripted MP_PRIO change.
     fn control(&mut self, idx: u32, net: &mut Net) {
         let Some(pc) = self.prio_script.get(idx as usize).copied() else {
+            let k = idx as usize - self.prio_script.len();
+            if k < self.unplugs.len() {
+                self.unplug(k, net);
+                return;
+            }
             // A wake-up: a PHA block ended, a subflow may take data again.
             self.push(net);
             return;

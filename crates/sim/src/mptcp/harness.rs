@@ -71,6 +71,7 @@ impl Harness {
             seed: r.run.seed,
             nbins: 0,
             plan: None,
+            unplugs: Vec::new(),
         });
         // Scripted control, as `build::World` schedules it.
         let controls = flow.prio_script.iter().map(|pc| pc.t);

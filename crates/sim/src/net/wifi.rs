@@ -12,11 +12,24 @@
 //! timings give is the "theoretical maximum throughput" of Jun, Peddabachagari and Sichitiu
 //! (IEEE NCA 2003), about 30 Mbit/s at 54 Mbit/s for 1500-byte packets.
 //!
-//! One interface sends alone on its channel: no collisions, no other stations, and the two
-//! directions of a link do not share the air (docs/models/wifi.md says what that leaves out).
+//! Contention: the two stations of a link (the AP's interface sending the data direction, the
+//! client's sending the reverse, e.g. TCP ACKs) share one channel ([`Channel`]), with the DCF's
+//! rules for two stations (clause 9.3.4.3): both count their backoffs down over the same idle
+//! slots, the one whose count ends first transmits, the other freezes its count during the
+//! exchange and resumes it, after DIFS, with the slots it has left; counts that end in the same
+//! slot collide. The station whose frame reached the head of its queue first is served first; a
+//! frame that reaches the head while the other's exchange is on the air, at the instant that
+//! exchange's contention began, contends with it: it counts only the slots of its draw beyond
+//! the other's count (none if its own was smaller: the order is kept, the idle time is the
+//! DCF's, the larger of the two counts), and equal counts collide (its attempt fails, costing
+//! the frame and the ACK timeout, and its window doubles). A frame that comes later defers to
+//! the end of the exchange on the air and counts a fresh backoff. Checked against Bianchi's
+//! saturation throughput for two stations (G. Bianchi, "Performance analysis of the IEEE
+//! 802.11 distributed coordination function", IEEE JSAC 18(3), 2000).
 
 use railpath_core::{Rng, Time};
 use railpath_scenario::{Wifi, WifiStandard};
+use std::cell::Cell;
 
 /// MAC header (24), LLC/SNAP (8) and FCS (4) bytes around an IP packet.
 pub const MAC_OVERHEAD_BYTES: u32 = 36;
@@ -92,20 +105,78 @@ impl WifiMac {
         f64::from(size) * 8.0 / (self.mean_attempt_ns(size) / 1e9)
     }
 
-    /// Serve one packet: the time all its attempts take, and whether one of them got through
-    /// (false after [`MAX_ATTEMPTS`] failures: the packet is lost).
-    pub fn serve(&self, size: u32, rng: &mut Rng) -> (Time, bool) {
+    /// Serve one packet: the time all its attempts take, whether one of them got through
+    /// (false after [`MAX_ATTEMPTS`] failures: the packet is lost), and the idle slots its
+    /// first attempt counted. `rival`: the slots counted by the exchange on the air that this
+    /// frame contended with from the same instant (see [`first_attempt`]).
+    pub fn serve(&self, size: u32, rng: &mut Rng, rival: Option<u32>) -> (Time, bool, u32) {
         let mut total = 0;
         let mut cw = CW_MIN;
-        for _ in 0..MAX_ATTEMPTS {
-            let backoff = rng.below(u64::from(cw) + 1) as u32;
-            total += self.attempt_ns(size, backoff.min(cw));
-            if self.frame_error <= 0.0 || !rng.bernoulli(self.frame_error) {
-                return (Time::from_ns(total), true);
+        let mut first = 0;
+        for k in 0..MAX_ATTEMPTS {
+            let drawn = (rng.below(u64::from(cw) + 1) as u32).min(cw);
+            let (backoff, collided) = match (k, rival) {
+                (0, Some(r)) => first_attempt(drawn, r),
+                _ => (drawn, false),
+            };
+            if k == 0 {
+                first = backoff;
+            }
+            total += self.attempt_ns(size, backoff);
+            let error = self.frame_error > 0.0 && rng.bernoulli(self.frame_error);
+            if !collided && !error {
+                return (Time::from_ns(total), true, first);
             }
             cw = (2 * (cw + 1) - 1).min(CW_MAX);
         }
-        (Time::from_ns(total), false)
+        (Time::from_ns(total), false, first)
+    }
+}
+
+/// Two stations' backoffs counted down from the same instant: this one drew `drawn` slots, the
+/// other's count `rival` ended first (or at the same slot) and its exchange went on the air.
+/// Returns the slots this one still counts after that exchange (and DIFS) and whether the two
+/// collided (equal counts). A smaller draw would have gone first; the order is kept and it
+/// counts none, so that the two together idle for the larger count, as in the DCF.
+pub fn first_attempt(drawn: u32, rival: u32) -> (u32, bool) {
+    (drawn.saturating_sub(rival), drawn == rival)
+}
+
+/// What the channel last carried: one exchange (all the attempts of one frame).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct OnAir {
+    /// When its contention began (its first attempt's DIFS), and when the exchange ends.
+    from: Time,
+    until: Time,
+    /// The idle slots its first attempt counted.
+    slots: u32,
+}
+
+/// The channel the two stations of a Wi-Fi link share (shared by the link's two directions;
+/// the simulator runs one world on one thread).
+#[derive(Debug, Default)]
+pub struct Channel {
+    on_air: Cell<OnAir>,
+}
+
+impl Channel {
+    /// A frame reaches the head of its station's queue at `now`: when its first attempt's DIFS
+    /// begins, and the slots of the exchange it contends with (`None`: it counts alone).
+    pub fn access(&self, now: Time) -> (Time, Option<u32>) {
+        let a = self.on_air.get();
+        if a.until <= now {
+            (now, None)
+        } else if now <= a.from {
+            (a.until, Some(a.slots))
+        } else {
+            (a.until, None)
+        }
+    }
+
+    /// The frame's exchange: its contention from `from` (first attempt counting `slots` idle
+    /// slots) until `until`.
+    pub fn occupy(&self, from: Time, slots: u32, until: Time) {
+        self.on_air.set(OnAir { from, until, slots });
     }
 }
 
@@ -142,13 +213,38 @@ mod tests {
     }
 
     #[test]
+    fn two_counts_from_one_instant() {
+        // The rival counted 3 slots and went first: a draw of 5 counts 2 more, a draw of 2
+        // none (together they idle max(5, 3) = 5 or max(2, 3) = 3 slots), a draw of 3 collides.
+        assert_eq!(first_attempt(5, 3), (2, false));
+        assert_eq!(first_attempt(2, 3), (0, false));
+        assert_eq!(first_attempt(3, 3), (0, true));
+        assert_eq!(first_attempt(0, 0), (0, true));
+    }
+
+    #[test]
+    fn a_frame_contends_with_the_exchange_that_began_with_it_and_defers_to_later_ones() {
+        let c = Channel::default();
+        let ms = Time::from_ms;
+        // Idle channel: now, alone.
+        assert_eq!(c.access(ms(1)), (ms(1), None));
+        // An exchange whose contention began at 1 ms (4 idle slots) is on the air until 5 ms.
+        c.occupy(ms(1), 4, ms(5));
+        // A frame at 1 ms counted down with it; one at 2 ms defers to its end, alone.
+        assert_eq!(c.access(ms(1)), (ms(5), Some(4)));
+        assert_eq!(c.access(ms(2)), (ms(5), None));
+        // After the exchange: idle again.
+        assert_eq!(c.access(ms(5)), (ms(5), None));
+    }
+
+    #[test]
     fn backoff_is_uniform_over_the_window_and_retries_double_it() {
         let a = mac(WifiStandard::A, 54.0);
         let mut rng = Rng::stream(7, "wifi");
         let n = 20_000;
         let mut sum = 0.0;
         for _ in 0..n {
-            let (t, ok) = a.serve(1500, &mut rng);
+            let (t, ok, _) = a.serve(1500, &mut rng, None);
             assert!(ok);
             let slots = (t.ns() - a.attempt_ns(1500, 0)) / 9_000;
             assert!(slots <= 15);
@@ -161,7 +257,7 @@ mod tests {
             frame_error: 1.0,
             ..a
         };
-        let (t, ok) = lossy.serve(1500, &mut rng);
+        let (t, ok, _) = lossy.serve(1500, &mut rng, None);
         assert!(!ok);
         let least = 7 * a.attempt_ns(1500, 0);
         let most = least + (15 + 31 + 63 + 127 + 255 + 511 + 1023) * 9_000;

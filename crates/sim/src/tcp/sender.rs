@@ -16,8 +16,9 @@
 //!   (`"dupthresh-adaptive"`) with the threshold adapted to the reordering SACKs reveal as Linux did before RACK (3.x
 //!   `tcp_sacktag_one()` -> `tcp_update_reordering()`, net/ipv4/tcp_input.c): a never
 //!   retransmitted segment acknowledged below the highest SACKed one raises `reordering` to
-//!   that distance (at most `MAX_REORDERING`), and a segment is lost only with more than
-//!   `reordering` SACKed segments above it. F-RTO and the undo of spurious recoveries are not
+//!   that distance (at most `tcp.max_reordering`: Linux `sysctl_tcp_max_reordering`, 300, or
+//!   3.5's `TCP_MAX_REORDERING`, 127), and a segment is lost only with more than `reordering`
+//!   SACKed segments above it. F-RTO and the undo of spurious recoveries are not
 //!   modelled.
 //! - Without SACK: NewReno, RFC 6582 (duplicate ACKs emulate SACKed segments as Linux's
 //!   `tcp_add_reno_sack()` does; the head is retransmitted on the third and on partial ACKs).
@@ -64,8 +65,6 @@ const EVER_RETRANS: u8 = 8;
 
 /// RFC 6675 DupThresh (Linux `sysctl_tcp_reordering`, the initial `tp->reordering`).
 const DUPTHRESH: u32 = 3;
-/// Linux `sysctl_tcp_max_reordering`: the most a detected reordering raises the threshold.
-const MAX_REORDERING: u32 = 300;
 /// RFC 6298 clock granularity G.
 const CLOCK_GRANULARITY: Time = Time::from_ms(1);
 /// Linux `TCP_RTO_MIN` added to the PTO when a single packet is outstanding (delayed-ACK slack).
@@ -116,6 +115,8 @@ pub struct SenderConfig {
     pub send_buffer_segs: Option<u32>,
     /// Cut ssthresh at every retransmission timeout (ns-2), not once per episode (Linux).
     pub ssthresh_every_timeout: bool,
+    /// The most a detected reordering raises the threshold, packets (`tcp.max_reordering`).
+    pub max_reordering: u32,
 }
 
 impl SenderConfig {
@@ -136,6 +137,7 @@ impl SenderConfig {
                 .send_buffer_bytes
                 .map(|b| (b / c.mss_bytes as u64).clamp(1, u32::MAX as u64) as u32),
             ssthresh_every_timeout: c.timeout_ssthresh == TimeoutSsthresh::EveryTimeout,
+            max_reordering: c.max_reordering,
         }
     }
 }
@@ -986,7 +988,8 @@ impl TcpSender {
             self.rack_reord = true;
             if self.cfg.sack && self.cfg.adaptive {
                 // tcp_update_reordering(): the distance to the forward-most SACKed segment.
-                let metric = (self.highest_sacked - seq).min(u64::from(MAX_REORDERING)) as u32;
+                let metric =
+                    (self.highest_sacked - seq).min(u64::from(self.cfg.max_reordering)) as u32;
                 self.reordering = self.reordering.max(metric);
             }
         }
@@ -1180,7 +1183,7 @@ impl TcpSender {
         let holes = self.lost_out.max(1).min(out);
         if self.sacked_out + holes > out {
             self.sacked_out = out - holes;
-            self.reordering = (out + addend).min(MAX_REORDERING);
+            self.reordering = (out + addend).min(self.cfg.max_reordering);
         }
     }
 
@@ -1250,6 +1253,7 @@ mod tests {
             linux_rto: false,
             send_buffer_segs: None,
             ssthresh_every_timeout: false,
+            max_reordering: 300,
         }
     }
 
@@ -1316,6 +1320,31 @@ mod tests {
             assert_eq!(r.reordering, DUPTHRESH);
             assert_eq!(r.lost_out, lost, "rack = {rack}");
         }
+    }
+
+    #[test]
+    fn max_reordering_caps_the_adapted_threshold() {
+        // As above with the cap at 4 (Linux 3.5's TCP_MAX_REORDERING is 127; 4 keeps the
+        // sequence short): the reordering of 6 raises the threshold to 4 only.
+        let capped = SenderConfig {
+            adaptive: true,
+            max_reordering: 4,
+            ..cfg(true, false)
+        };
+        let mut s = TcpSender::new(capped, Box::new(NewReno), 0, 1 << 30);
+        let t0 = Time::ZERO;
+        send_n(&mut s, 10, t0);
+        let ms = Time::from_ms;
+        s.on_ack(&ack(0, &[(5, 7)], t0), ms(50), &Coupling::NONE);
+        s.on_ack(&ack(0, &[(1, 2), (5, 7)], t0), ms(51), &Coupling::NONE);
+        assert_eq!(s.reordering, 4);
+        // 1, 5, 6: 3 SACKed above segment 0, fewer than 4.
+        assert_eq!(s.lost_out, 0);
+        // 1, 5, 6, 7: 4 above segment 0 -> lost (with the threshold at 6 it took 6); 2, 3 and
+        // 4 have 3 above them -> not.
+        s.on_ack(&ack(0, &[(1, 2), (5, 8)], t0), ms(52), &Coupling::NONE);
+        assert_eq!(s.lost_out, 1);
+        assert_eq!(s.segs[0].flags & LOST, LOST);
     }
 
     #[test]
