@@ -985,6 +985,45 @@ fn failure(runs: &BondRuns, a: f64, f: &mut Findings) -> (Table, Vec<Block>) {
         }
         f.numbers.extend([nsd, nsu, nd, nu]);
     }
+    failure_claims(&react, &stalls, a, f);
+    let [z_down, z_up] = zoom;
+    let figs = vec![
+        Block::figure(
+            Plot::lines(
+                "Failure run (seed 1): goodput per second, 802.11g unplugged from 100 to 200 s",
+                "time (s)",
+                "Mbit/s",
+                series,
+            ),
+            "",
+        ),
+        Block::figure(
+            Plot::lines(
+                "Failure run (seed 1): the unplug at 100 s in 100 ms bins",
+                "time (s)",
+                "Mbit/s",
+                z_down,
+            ),
+            "",
+        ),
+        Block::figure(
+            Plot::lines(
+                "Failure run (seed 1): the return at 200 s in 100 ms bins",
+                "time (s)",
+                "Mbit/s",
+                z_up,
+            ),
+            "",
+        ),
+    ];
+    (table, figs)
+}
+
+/// Per scheme (bonding, MPTCP): (settle, recover, 150-200 s level, unplug stall, return stall).
+type Reaction = (f64, f64, f64, f64, f64);
+
+/// The failure run's claims, from each scheme's reaction and its per-seed unplug stalls.
+fn failure_claims(react: &[Reaction; 2], stalls: &[Vec<f64>; 2], a: f64, f: &mut Findings) {
     f.claims.push(
         Claim::paper(
             "failure-both-survive",
@@ -1035,37 +1074,6 @@ fn failure(runs: &BondRuns, a: f64, f: &mut Findings) -> (Table, Vec<Block>) {
         )
         .unexamined(),
     );
-    let [z_down, z_up] = zoom;
-    let figs = vec![
-        Block::figure(
-            Plot::lines(
-                "Failure run (seed 1): goodput per second, 802.11g unplugged from 100 to 200 s",
-                "time (s)",
-                "Mbit/s",
-                series,
-            ),
-            "",
-        ),
-        Block::figure(
-            Plot::lines(
-                "Failure run (seed 1): the unplug at 100 s in 100 ms bins",
-                "time (s)",
-                "Mbit/s",
-                z_down,
-            ),
-            "",
-        ),
-        Block::figure(
-            Plot::lines(
-                "Failure run (seed 1): the return at 200 s in 100 ms bins",
-                "time (s)",
-                "Mbit/s",
-                z_up,
-            ),
-            "",
-        ),
-    ];
-    (table, figs)
 }
 
 /// What the power part gives the report.

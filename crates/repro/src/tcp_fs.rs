@@ -494,51 +494,7 @@ fn direction(
             ]);
         }
     }
-    // While TCP-FS is frozen (from the handoff's start to its completion), per seed: bytes sent.
-    let frozen = |runs: &[&Out]| -> Vec<f64> {
-        runs.iter()
-            .zip(&p.fs)
-            .map(|(o, fs)| {
-                let (a, b) = (fs.start_s, fs.reopened_s.unwrap_or(fs.start_s));
-                o.window(&o.sent, a, b, 1.0) / 1e3
-            })
-            .collect()
-    };
-    let (fz_nr, fz_fs) = (frozen(&p.nr), frozen(&p.fs));
-    // "(Almost) nothing": no more than one receive window, what the sender may have sent before
-    // the zero window reached it (the bound is railpath's; the paper's Table 1 says 0 KB).
-    let bound_kb = st.window_packets * st.mss / 1e3;
-    let within = fz_fs.iter().filter(|&&x| x <= bound_kb).count();
-    f.claims.push(
-        Claim::railpath(
-            format!("{dname}-tcp-fs-sends-almost-nothing-while-frozen"),
-            format!(
-                "{}: TCP-FS sends (almost) nothing while frozen: at most one receive window ({bound_kb:.1} KB), what left before the zero window reached the sender",
-                capital(dname)
-            ),
-            within == fz_fs.len(),
-            format!(
-                "KB sent from the handoff's start to its completion: TCP-FS {:.1} (mean; at most {:.1}), NewReno {:.1}; within the bound on {within} of {} seeds",
-                mean(&fz_fs),
-                fz_fs.iter().copied().fold(0.0, f64::max),
-                mean(&fz_nr),
-                fz_fs.len()
-            ),
-        )
-        .unexamined(),
-    );
-    f.numbers.push(number(
-        &format!("{dname}-frozen-sent-kb-newreno"),
-        None,
-        &fz_nr,
-        "KB",
-    ));
-    f.numbers.push(number(
-        &format!("{dname}-frozen-sent-kb-tcp-fs"),
-        None,
-        &fz_fs,
-        "KB",
-    ));
+    frozen(&p, dname, st, f);
     let hold: Vec<f64> = periods.iter().map(|(a, b)| b - a).collect();
     f.numbers.push(number(
         &format!("{dname}-blocked-period-s"),
@@ -613,6 +569,61 @@ fn direction(
         ssthresh(runs, &p, &periods, f);
     }
     fast_retransmits(&p, &before, d, f);
+    throughput_row(&p, dname, &hold, f, main);
+}
+
+/// While TCP-FS is frozen: what each sender sent, and the claim that TCP-FS sends (almost)
+/// nothing.
+fn frozen(p: &Pair, dname: &str, st: &Setting, f: &mut Findings) {
+    // While TCP-FS is frozen (from the handoff's start to its completion), per seed: bytes sent.
+    let frozen = |runs: &[&Out]| -> Vec<f64> {
+        runs.iter()
+            .zip(&p.fs)
+            .map(|(o, fs)| {
+                let (a, b) = (fs.start_s, fs.reopened_s.unwrap_or(fs.start_s));
+                o.window(&o.sent, a, b, 1.0) / 1e3
+            })
+            .collect()
+    };
+    let (fz_nr, fz_fs) = (frozen(&p.nr), frozen(&p.fs));
+    // "(Almost) nothing": no more than one receive window, what the sender may have sent before
+    // the zero window reached it (the bound is railpath's; the paper's Table 1 says 0 KB).
+    let bound_kb = st.window_packets * st.mss / 1e3;
+    let within = fz_fs.iter().filter(|&&x| x <= bound_kb).count();
+    f.claims.push(
+        Claim::railpath(
+            format!("{dname}-tcp-fs-sends-almost-nothing-while-frozen"),
+            format!(
+                "{}: TCP-FS sends (almost) nothing while frozen: at most one receive window ({bound_kb:.1} KB), what left before the zero window reached the sender",
+                capital(dname)
+            ),
+            within == fz_fs.len(),
+            format!(
+                "KB sent from the handoff's start to its completion: TCP-FS {:.1} (mean; at most {:.1}), NewReno {:.1}; within the bound on {within} of {} seeds",
+                mean(&fz_fs),
+                fz_fs.iter().copied().fold(0.0, f64::max),
+                mean(&fz_nr),
+                fz_fs.len()
+            ),
+        )
+        .unexamined(),
+    );
+    f.numbers.push(number(
+        &format!("{dname}-frozen-sent-kb-newreno"),
+        None,
+        &fz_nr,
+        "KB",
+    ));
+    f.numbers.push(number(
+        &format!("{dname}-frozen-sent-kb-tcp-fs"),
+        None,
+        &fz_fs,
+        "KB",
+    ));
+}
+
+/// The main table's row for direction `dname`: throughput, the blocked period, timeouts.
+fn throughput_row(p: &Pair, dname: &str, hold: &[f64], f: &mut Findings, main: &mut Table) {
     let tput = |runs: &[&Out]| -> Vec<f64> { runs.iter().map(|o| o.goodput_bps / 1e6).collect() };
     let (t_nr, t_fs) = (
         number(
@@ -644,9 +655,9 @@ fn direction(
         fmt_interval(&t_fs, 3),
         format!(
             "{:.2} [{:.2}, {:.2}]",
-            mean(&hold),
-            ci95(&hold).1,
-            ci95(&hold).2
+            mean(hold),
+            ci95(hold).1,
+            ci95(hold).2
         ),
         format!("{:.1}", rto(&p.nr)),
         format!("{:.1}", rto(&p.fs)),

@@ -498,7 +498,15 @@ impl Train {
             "Each carrier's handover rate on railpath's line; a failure counts as one handover.",
         ));
 
-        // The handover second against the seconds before (MPTCP, Linux default, LIA).
+        blocks.extend(self.handover_second(default_lia, f));
+        blocks.extend(self.outages(runs, f));
+        Ok(blocks)
+    }
+
+    /// A subflow's goodput, RTT and loss in the handover second against the seconds before
+    /// (MPTCP, Linux default, LIA), beside the measurements, and its claims.
+    fn handover_second(&self, default_lia: &[&Run], f: &mut Findings) -> Vec<Block> {
+        let mut blocks = Vec::new();
         let mut before = [Vec::new(), Vec::new(), Vec::new()];
         let mut during = [Vec::new(), Vec::new(), Vec::new()];
         let mut by_kind: Vec<(String, [Vec<f64>; 3])> = Vec::new();
@@ -645,8 +653,12 @@ impl Train {
              residual loss after HARQ and RLC, and the queue a failure drops).</p>",
         ));
         blocks.push(t.into());
+        blocks
+    }
 
-        // Outage lengths by kind, as distributions.
+    /// Outage lengths by kind, as distributions.
+    fn outages(&self, runs: &Runs<Job, Run>, f: &mut Findings) -> Vec<Block> {
+        let mut blocks = Vec::new();
         let mut outages: Vec<(String, Vec<f64>)> = Vec::new();
         for (j, r) in runs.iter() {
             if !matches!(j, Job::Mptcp { cfg: 3, .. }) {
@@ -702,7 +714,7 @@ impl Train {
             Plot::lines("Outage length by kind (distribution)", "outage (ms)", "share of outages at or below", cdf),
             "Cumulative distribution of outage lengths over every handover of every seed (Linux default scheduler, LIA runs).",
         ));
-        Ok(blocks)
+        blocks
     }
 
     fn against_single<'a>(
