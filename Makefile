@@ -19,7 +19,7 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	python3 scripts/layers.py
-	# The fuzz targets are their own workspace: check they still compile against the crates.
+# The fuzz targets are their own workspace: check they still compile against the crates.
 	$(CARGO) check --quiet --manifest-path fuzz/Cargo.toml --bins
 
 test: setup lint
