@@ -300,7 +300,17 @@ impl Net {
             };
             // The hop it leaves: a plain link direction in all but bonds and tapped runs.
             let here = self.hop_of(&p);
-            if !matches!(here, Hop::Dir(_)) && !self.leave_hop(here, d, p) {
+            let plain = match here {
+                Hop::Dir(_) => true,
+                // A bond without a tap passes all but the ACKs its filter looks at: no call.
+                Hop::Bond(bd) => {
+                    self.tap.is_none()
+                        && (p.kind != packet::Kind::Ack
+                            || self.bonds[(bd / 2) as usize].filter.is_none())
+                }
+                _ => false,
+            };
+            if !plain && !self.leave_hop(here, d, p) {
                 continue;
             }
             p.hop += 1;
