@@ -61,11 +61,7 @@ pub fn phad_lead_back(s: &Scenario, flow: usize) -> Result<(Time, Time), String>
 
 /// The times (s) of each carrier's handovers on the scenario's train, for `seed`.
 pub fn handover_times(s: &Scenario, seed: u64) -> Result<Vec<Vec<f64>>, String> {
-    let train = s.train.as_ref().ok_or("no train")?;
-    let end = Time::from_secs_f64(s.run.duration_s);
-    let tl =
-        railpath_radio::carrier_timelines(train, &s.carriers, seed, end).map_err(|e| e.message)?;
-    Ok(tl
+    Ok(timelines(s, seed)?
         .iter()
         .map(|c| c.handovers.iter().map(|h| h.t_s).collect())
         .collect())
@@ -74,13 +70,21 @@ pub fn handover_times(s: &Scenario, seed: u64) -> Result<Vec<Vec<f64>>, String> 
 /// Every handover of the scenario's train for `seed` (the radio model alone, the carriers as
 /// resolved: a profile's failure model applied), in the order of the carriers then time.
 pub fn handovers(s: &Scenario, seed: u64) -> Result<Vec<railpath_radio::HandoverRecord>, String> {
+    Ok(timelines(s, seed)?
+        .into_iter()
+        .flat_map(|t| t.handovers)
+        .collect())
+}
+
+/// Each carrier's timeline on the scenario's train for `seed`, from the resolved carriers (a
+/// profile applied), over the run's duration.
+fn timelines(s: &Scenario, seed: u64) -> Result<Vec<railpath_radio::CarrierTimeline>, String> {
     let r = s.validate().map_err(|e| e.to_string())?;
     let radio = r
         .radio
         .as_ref()
         .ok_or("the scenario has no train radio model")?;
     let end = Time::from_secs_f64(s.run.duration_s);
-    let tl = railpath_radio::carrier_timelines(&radio.train, &radio.carriers, seed, end)
-        .map_err(|e| format!("radio model: {}: {}", e.key, e.message))?;
-    Ok(tl.into_iter().flat_map(|t| t.handovers).collect())
+    railpath_radio::carrier_timelines(&radio.train, &radio.carriers, seed, end)
+        .map_err(|e| format!("radio model: {}: {}", e.key, e.message))
 }
