@@ -338,7 +338,7 @@ impl Builder<'_> {
         let dirs = &self.net.dirs;
         bond.monitor(Time::ZERO, |m| dirs[m.fwd as usize].down == 0);
         bond.stats.events.clear();
-        self.net.bonds.push(bond);
+        self.net.add_bond(bond);
     }
 
     /// Flow `fi`, by its kind and route.

@@ -90,10 +90,17 @@ impl World {
                 Event::LinkService { dir } => self.net.service(dir),
                 Event::LinkArrival { dir } => {
                     if self.net.take_arrival_event(dir) {
+                        // Two sinks of the same body, so that each call site inlines its own.
                         let flows = &mut self.flows;
-                        self.net.arrivals(dir, |net, e, p| {
-                            flows[e.flow as usize].on_packet(e.sub, e.side, p, net)
-                        });
+                        if self.net.is_plain_exit(dir) {
+                            self.net.plain_arrivals(dir, |net, e, p| {
+                                flows[e.flow as usize].on_packet(e.sub, e.side, p, net)
+                            });
+                        } else {
+                            self.net.exits(dir, |net, e, p| {
+                                flows[e.flow as usize].on_packet(e.sub, e.side, p, net)
+                            });
+                        }
                     }
                 }
                 Event::Timer { flow, sub, side } => {

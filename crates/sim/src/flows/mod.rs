@@ -48,7 +48,7 @@ impl Flow {
     pub fn start(&mut self, net: &mut Net) {
         each_kind!(self, f => f.start(net))
     }
-    #[inline]
+    #[inline(always)]
     pub fn on_packet(&mut self, sub: u16, side: Side, p: &Packet, net: &mut Net) {
         each_kind!(self, f => f.on_packet(sub, side, p, net))
     }

@@ -68,8 +68,8 @@ pub enum Hop {
 /// --pcap`): told of each packet offered to a direction's queue and of each packet leaving its
 /// far end, in simulated-time order. Link `i`'s data direction is `dir` `2 i`, its reverse
 /// `2 i + 1` (the order `World::build` makes them in); `to` is the endpoint the packet's route
-/// ends at. The network holds at most one ([`Net::set_tap`]); without one the hot path is the
-/// same code it was before taps existed (docs/performance.md).
+/// ends at. The network holds at most one ([`Net::set_tap`]); without one, no loop a packet
+/// runs has more than a test of the tap (docs/performance.md).
 pub trait PacketTap {
     /// `p` is offered to `dir`'s queue at `now`: the host (or hop) at the near end sent it onto
     /// the link, whether the queue then keeps or drops it.
@@ -90,6 +90,10 @@ pub struct Net {
     pub wire: Vec<Packet>,
     pub routes: Vec<Vec<Hop>>,
     pub bonds: Vec<bond::Bond>,
+    /// Per link direction: whether the packets leaving it take [`Net::exits`] (it is a bond's
+    /// member, or the run is tapped); set by [`Net::add_bond`] and [`Net::set_tap`]. A
+    /// direction past its end is plain unless the run is tapped.
+    exit_special: Vec<bool>,
     /// A packet capture, if the run has one.
     pub tap: Option<Box<dyn PacketTap>>,
 }
@@ -115,6 +119,7 @@ impl Net {
             wire: Vec::new(),
             routes: Vec::new(),
             bonds: Vec::new(),
+            exit_special: Vec::new(),
             tap: None,
         }
     }
@@ -133,9 +138,26 @@ impl Net {
         (self.routes.len() - 1) as u32
     }
 
+    /// Add a bond over link directions already added; returns its index.
+    pub fn add_bond(&mut self, bond: bond::Bond) -> u32 {
+        let tapped = self.tap.is_some();
+        self.exit_special.resize(self.dirs.len(), tapped);
+        for m in &bond.members {
+            for d in [m.fwd, m.rev] {
+                if let Some(f) = self.exit_special.get_mut(d as usize) {
+                    *f = true;
+                }
+            }
+        }
+        self.bonds.push(bond);
+        (self.bonds.len() - 1) as u32
+    }
+
     /// Give the network a tap (before the run; routes added later are tapped as they come).
     pub fn set_tap(&mut self, tap: Box<dyn PacketTap>) {
         self.tap = Some(tap);
+        self.exit_special.clear();
+        self.exit_special.resize(self.dirs.len(), true);
         for r in &mut self.routes {
             tap_hops(r);
         }
@@ -199,6 +221,7 @@ impl Net {
     }
 
     /// A packet leaves bond direction `bd` at its far end: false when the filter there drops it.
+    #[inline]
     fn bond_exit(&mut self, bd: u32, p: &Packet) -> bool {
         let b = (bd / 2) as usize;
         if self.bonds[b].filter.is_none() || p.kind != packet::Kind::Ack {
@@ -283,35 +306,63 @@ impl Net {
     /// a link (enqueued) or the endpoint its route ends at (`sink(net, endpoint, packet)`).
     /// Re-arms the arrival event when the pipe still holds packets. A packet is moved out of the
     /// pipe once and handed to the sink by reference.
+    ///
+    /// A plain link direction (no bond member, no tap) runs a loop with nothing but the next
+    /// hop to decide ([`Net::plain_arrivals`]); a bond member's or a tapped run's packets take
+    /// [`Net::exits`], so that neither bonds nor taps cost plain links an instruction
+    /// (docs/performance.md). The event loop calls the two itself, each with its own sink, so
+    /// that the sink is inlined in both.
+    pub fn arrivals(&mut self, d: u32, sink: impl FnMut(&mut Net, Endpoint, &Packet)) {
+        if self.is_plain_exit(d) {
+            self.plain_arrivals(d, sink)
+        } else {
+            self.exits(d, sink)
+        }
+    }
+
+    /// Whether link direction `d`'s far end is plain: no bond's member, no tap.
     #[inline]
-    pub fn arrivals(&mut self, d: u32, mut sink: impl FnMut(&mut Net, Endpoint, &Packet)) {
+    pub fn is_plain_exit(&self, d: u32) -> bool {
+        match self.exit_special.get(d as usize) {
+            Some(&special) => !special,
+            None => self.tap.is_none(),
+        }
+    }
+
+    /// [`Net::arrivals`] at a plain far end ([`Net::is_plain_exit`]).
+    #[inline]
+    pub fn plain_arrivals(&mut self, d: u32, mut sink: impl FnMut(&mut Net, Endpoint, &Packet)) {
         let now = self.sched.now();
         loop {
-            match self.dirs[d as usize].arrival_due(now) {
-                Ok(true) => {}
-                Ok(false) => return,
-                Err(t) => {
-                    self.sched.at(t, Event::LinkArrival { dir: d });
-                    return;
-                }
-            }
-            let Some(mut p) = self.dirs[d as usize].take_arrival() else {
+            let Some(mut p) = self.next_arrival(d, now) else {
                 return;
             };
-            // The hop it leaves: a plain link direction in all but bonds and tapped runs.
-            let here = self.hop_of(&p);
-            let plain = match here {
-                Hop::Dir(_) => true,
-                // A bond without a tap passes all but the ACKs its filter looks at: no call.
-                Hop::Bond(bd) => {
-                    self.tap.is_none()
-                        && (p.kind != packet::Kind::Ack
-                            || self.bonds[(bd / 2) as usize].filter.is_none())
-                }
-                _ => false,
+            p.hop += 1;
+            match self.hop_of(&p) {
+                Hop::Dir(next) => self.enqueue(next, p),
+                Hop::Bond(bd) => self.bond_enter(bd, p),
+                Hop::Sink(e) => sink(self, e, &p),
+                Hop::TapDir(next) => self.enqueue_tapped(next, p),
+            }
+        }
+    }
+
+    /// [`Net::arrivals`] at a bond member's far end or in a tapped run: the tap is told of each
+    /// packet leaving, and the bond's duplicate-ACK filter may drop it.
+    #[inline]
+    pub fn exits(&mut self, d: u32, mut sink: impl FnMut(&mut Net, Endpoint, &Packet)) {
+        let now = self.sched.now();
+        loop {
+            let Some(mut p) = self.next_arrival(d, now) else {
+                return;
             };
-            if !plain && !self.leave_hop(here, d, p) {
-                continue;
+            if self.tap.is_some() {
+                self.tap_leave(d, &p);
+            }
+            if let Hop::Bond(bd) = self.hop_of(&p) {
+                if !self.bond_exit(bd, &p) {
+                    continue;
+                }
             }
             p.hop += 1;
             match self.hop_of(&p) {
@@ -319,6 +370,20 @@ impl Net {
                 Hop::Bond(bd) => self.bond_enter(bd, p),
                 Hop::Sink(e) => sink(self, e, &p),
                 Hop::TapDir(next) => self.enqueue_tapped(next, p),
+            }
+        }
+    }
+
+    /// The next packet due at `d`'s far end now; none (the arrival event re-armed if the pipe
+    /// holds more) when none is.
+    #[inline(always)]
+    fn next_arrival(&mut self, d: u32, now: Time) -> Option<Packet> {
+        match self.dirs[d as usize].arrival_due(now) {
+            Ok(true) => self.dirs[d as usize].take_arrival(),
+            Ok(false) => None,
+            Err(t) => {
+                self.sched.at(t, Event::LinkArrival { dir: d });
+                None
             }
         }
     }
@@ -347,20 +412,6 @@ impl Net {
                 self.dirs[fwd as usize].drop_queue(now);
                 self.dirs[rev as usize].drop_queue(now);
             }
-        }
-    }
-
-    /// A packet leaves hop `h` (link direction `d`), not a plain `Dir`: the tap is told; a
-    /// bond's filter may drop it (false).
-    #[cold]
-    #[inline(never)]
-    fn leave_hop(&mut self, h: Hop, d: u32, p: Packet) -> bool {
-        if self.tap.is_some() {
-            self.tap_leave(d, &p);
-        }
-        match h {
-            Hop::Bond(bd) => self.bond_exit(bd, &p),
-            _ => true,
         }
     }
 
