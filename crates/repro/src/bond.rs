@@ -244,6 +244,10 @@ fn mu_of(standard: railpath_scenario::WifiStandard, phy: f64) -> f64 {
         standard,
         phy_mbps: phy,
         frame_error: 0.0,
+        snr_db: None,
+        rate_control: Default::default(),
+        doppler_hz: 0.0,
+        rician_k_db: None,
     });
     mac.saturation_bps(PACKET) / (f64::from(PACKET) * 8.0)
 }

@@ -247,12 +247,18 @@ impl LinkDir {
             return Wake::None;
         };
         self.busy = true;
-        if let Some(mac) = &self.wifi {
+        if let Some(mac) = &mut self.wifi {
             let (from, rival) = match &self.channel {
                 Some(c) => c.access(now),
                 None => (now, None),
             };
-            let (t, delivered, slots) = mac.serve(u32::from(head.size), &mut self.rng, rival);
+            let size = u32::from(head.size);
+            let (t, delivered, slots) = if mac.has_snr() {
+                let gain = self.channel.as_ref().map_or((1.0, 0), |c| c.gain_at(from));
+                mac.serve_at(size, &mut self.rng, rival, from, gain)
+            } else {
+                mac.serve(size, &mut self.rng, rival)
+            };
             self.head_lost = !delivered;
             if let Some(c) = &self.channel {
                 c.occupy(from, slots, from + t);
@@ -529,6 +535,10 @@ mod tests {
             standard: railpath_scenario::WifiStandard::A,
             phy_mbps: 54.0,
             frame_error: 0.0,
+            snr_db: None,
+            rate_control: Default::default(),
+            doppler_hz: 0.0,
+            rician_k_db: None,
         });
         let ch = std::rc::Rc::new(super::super::wifi::Channel::default());
         let station = |k: usize| {
