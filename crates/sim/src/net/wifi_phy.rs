@@ -140,6 +140,17 @@ pub fn chunk_success(rate: usize, snr: f64, bits: u32) -> f64 {
     (1.0 - bit_error(rate, snr)).powf(f64::from(bits))
 }
 
+/// The fixed-rate table (ns-3's IdealWifiManager idea): the highest rate whose frames of
+/// `bytes` MAC bytes fail less often than `per` at `snr_db`, up to `top` (index); the lowest if
+/// none does.
+pub fn ideal_rate(snr_db: f64, bytes: u32, per: f64, top: usize) -> usize {
+    let bits = 16 + 8 * bytes + 6;
+    (0..=top)
+        .rev()
+        .find(|&r| 1.0 - chunk_success(r, from_db(snr_db), bits) < per)
+        .unwrap_or(0)
+}
+
 /// dB to linear.
 pub fn from_db(db: f64) -> f64 {
     10f64.powf(db / 10.0)
@@ -270,6 +281,24 @@ mod tests {
             }
             assert!(at(r, 8.0, 1000) >= at(r, 8.0, 10000));
         }
+    }
+
+    #[test]
+    fn the_rate_table_picks_the_fastest_rate_under_the_error_threshold() {
+        // 1536-byte frames, 10 %: 54 needs 22.63 dB, 48 21.36, 36 16.62, 24 13.52, 18 9.87
+        // (the thresholds of the model, found by bisection).
+        let at = |db: f64| RATES_MBPS[ideal_rate(db, 1536, 0.1, 7)];
+        assert_eq!(at(28.0), 54.0);
+        assert_eq!(at(22.0), 48.0);
+        assert_eq!(at(20.0), 36.0);
+        assert_eq!(at(16.0), 24.0);
+        assert_eq!(at(13.0), 18.0);
+        assert_eq!(at(-5.0), 6.0);
+        // Capped at the station's top rate.
+        assert_eq!(RATES_MBPS[ideal_rate(28.0, 1536, 0.1, 5)], 36.0);
+        let per = |r: usize, db: f64| 1.0 - chunk_success(r, from_db(db), 16 + 8 * 1536 + 6);
+        assert!(per(7, 22.62) > 0.1 && per(7, 22.64) < 0.1);
+        assert!(per(5, 16.61) > 0.1 && per(5, 16.63) < 0.1);
     }
 
     #[test]
