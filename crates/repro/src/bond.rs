@@ -48,13 +48,15 @@ const LOSS: [(LossDetection, &str); 3] = [
     (LossDetection::Dupthresh, "RFC 6675 DupThresh 3"),
     (LossDetection::Rack, "RACK (Linux today)"),
 ];
-/// Places A-D: (name, 802.11a PHY rate, 802.11g PHY rate), Mbit/s: 802.11a holds 54 while the
-/// 2.4 GHz member steps down the 802.11g rate table.
+/// Places A-D: (name, 802.11a mean SNR, 802.11g mean SNR), dB, railpath's guesses: 802.11a
+/// holds 28 dB while the 2.4 GHz member steps down so that the fixed-rate table (10 % frame
+/// errors, 1500-byte packets) gives 48, 36, 24 and 18 Mbit/s, railpath's earlier guess of the
+/// places' rates.
 pub const PLACES: [(&str, f64, f64); 4] = [
-    ("A", 54.0, 48.0),
-    ("B", 54.0, 36.0),
-    ("C", 54.0, 24.0),
-    ("D", 54.0, 18.0),
+    ("A", 28.0, 23.0),
+    ("B", 28.0, 20.0),
+    ("C", 28.0, 16.0),
+    ("D", 28.0, 13.0),
 ];
 /// Weights m:n (802.11a : 802.11g).
 pub const WEIGHTS: [[u32; 2]; 4] = [[1, 1], [2, 1], [1, 2], [4, 3]];
@@ -74,6 +76,9 @@ pub enum Job {
         udp: bool,
         delay_ms: f64,
         loss: usize,
+        /// The members' SNRs held constant (no fading): how much the results owe to the
+        /// fading, railpath's guess.
+        still: bool,
         seed: u64,
     },
     Weight {
@@ -137,10 +142,17 @@ fn scenario(job: &Job) -> Result<Scenario, String> {
             udp,
             delay_ms,
             loss,
+            still,
             seed,
         } => {
             s.run.seed = seed;
             set_delay(&mut s, delay_ms);
+            if still {
+                for w in s.links.iter_mut().filter_map(|l| l.wifi.as_mut()) {
+                    w.doppler_hz = 0.0;
+                    w.rician_k_db = None;
+                }
+            }
             s.tcp.loss_detection = Some(LOSS[loss].0);
             match SCHEMES[scheme].0 {
                 "a" => set_paths(&mut s, FlowKind::Tcp, &["wlan-a"]),
@@ -168,12 +180,12 @@ fn scenario(job: &Job) -> Result<Scenario, String> {
                 .wifi
                 .as_mut()
                 .ok_or("wlan-a is a wifi link")?
-                .phy_mbps = PLACES[place].1;
+                .snr_db = Some(PLACES[place].1);
             s.links[1]
                 .wifi
                 .as_mut()
                 .ok_or("wlan-g is a wifi link")?
-                .phy_mbps = PLACES[place].2;
+                .snr_db = Some(PLACES[place].2);
             s.bonds[0].weights = Some(WEIGHTS[w].to_vec());
         }
         Job::Failure { mptcp, seed } => {
@@ -238,6 +250,13 @@ fn one(job: &Job) -> Result<Out, String> {
     Ok(out)
 }
 
+/// The fixed-rate table's rate at a mean SNR, Mbit/s: the fastest OFDM rate with under 10 %
+/// errors for 1500-byte packets (1536 MAC bytes).
+fn table_rate(snr_db: f64) -> f64 {
+    use railpath_sim::net::wifi_phy::{ideal_rate, RATES_MBPS};
+    RATES_MBPS[ideal_rate(snr_db, 1536, 0.1, RATES_MBPS.len() - 1)]
+}
+
 /// Packets per second one member serves at saturation (1500-byte packets).
 fn mu_of(standard: railpath_scenario::WifiStandard, phy: f64) -> f64 {
     let mac = railpath_sim::net::wifi::WifiMac::new(&railpath_scenario::Wifi {
@@ -248,6 +267,7 @@ fn mu_of(standard: railpath_scenario::WifiStandard, phy: f64) -> f64 {
         rate_control: Default::default(),
         doppler_hz: 0.0,
         rician_k_db: None,
+        max_rate_tries: None,
     });
     mac.saturation_bps(PACKET) / (f64::from(PACKET) * 8.0)
 }
@@ -391,9 +411,20 @@ impl Study for Bond {
                     udp: false,
                     delay_ms,
                     loss: 0,
+                    still: false,
                     seed,
                 }));
             }
+        }
+        for scheme in 0..SCHEMES.len() {
+            jobs.extend(few.iter().map(|&seed| Job::Thr {
+                scheme,
+                udp: false,
+                delay_ms: 50.0,
+                loss: 0,
+                still: true,
+                seed,
+            }));
         }
         for loss in 1..LOSS.len() {
             for scheme in 2..SCHEMES.len() {
@@ -402,6 +433,7 @@ impl Study for Bond {
                     udp: false,
                     delay_ms: 50.0,
                     loss,
+                    still: false,
                     seed,
                 }));
             }
@@ -412,6 +444,7 @@ impl Study for Bond {
                 udp: true,
                 delay_ms: 50.0,
                 loss: 0,
+                still: false,
                 seed,
             }));
         }
@@ -474,8 +507,17 @@ impl Study for Bond {
 
     fn analyse(&self, runs: BondRuns, _cx: &mut Context) -> Result<Findings, String> {
         let mut f = Findings::new(self.seeds);
-        let (thr_table, means) = throughput(&runs, &mut f);
-        let (filter_table, gains) = filter(&runs, &mut f);
+        let (mut thr_table, means) = throughput(&runs, &mut f);
+        let (still_means, still_gain) = still(&runs, &mut thr_table, &mut f);
+        let (mut filter_table, gains) = filter(&runs, &mut f);
+        filter_table.row([
+            "Linux 3.5, constant SNR (no fading)".to_string(),
+            format!("{:.2}", still_means[2]),
+            format!("{:.2}", still_means[3]),
+            format!("{:.2}", still_means[4]),
+            "+15".to_string(),
+            fmt_number(&still_gain, 1),
+        ]);
         delay(&means, &mut f);
         let (weight_table, weight_fig) = weights(&runs, &mut f);
         let a = means[0][0];
@@ -539,6 +581,18 @@ impl Study for Bond {
 /// Goodputs (Mbit/s) of the throughput runs of `scheme` (UDP or TCP, wired delay, loss
 /// detection), by seed.
 fn thr(runs: &BondRuns, scheme: usize, udp: bool, delay: f64, loss: usize) -> Vec<f64> {
+    thr_of(runs, scheme, udp, delay, loss, false)
+}
+
+/// As [`thr`], of the runs with (`still`) or without constant SNRs.
+fn thr_of(
+    runs: &BondRuns,
+    scheme: usize,
+    udp: bool,
+    delay: f64,
+    loss: usize,
+    still: bool,
+) -> Vec<f64> {
     runs.iter()
         .filter_map(|(j, o)| match *j {
             Job::Thr {
@@ -546,8 +600,11 @@ fn thr(runs: &BondRuns, scheme: usize, udp: bool, delay: f64, loss: usize) -> Ve
                 udp: u,
                 delay_ms,
                 loss: l,
+                still: st,
                 ..
-            } if s == scheme && u == udp && delay_ms == delay && l == loss => Some(o.mbps),
+            } if s == scheme && u == udp && delay_ms == delay && l == loss && st == still => {
+                Some(o.mbps)
+            }
             _ => None,
         })
         .collect()
@@ -642,6 +699,39 @@ fn throughput(runs: &BondRuns, f: &mut Findings) -> (Table, [[f64; 5]; 2]) {
         .unexamined(),
     );
     (table, means)
+}
+
+/// The TCP schemes at 50 ms with the members' SNRs held constant (no fading): rows of the
+/// throughput table, and the filter's gain (Linux 3.5's sender), paired by seed. Returns the
+/// means per scheme and the gain.
+fn still(runs: &BondRuns, table: &mut Table, f: &mut Findings) -> ([f64; 5], Number) {
+    let mut means = [0.0; 5];
+    for (k, (id, name)) in SCHEMES.iter().enumerate() {
+        let n = number(
+            &format!("tcp-{id}-50ms-still-mbps"),
+            None,
+            &thr_of(runs, k, false, 50.0, 0, true),
+            "Mbit/s",
+        );
+        means[k] = n.railpath;
+        table.row([
+            "TCP, constant SNR (no fading)".to_string(),
+            "50 ms".to_string(),
+            name.to_string(),
+            fmt_number(&n, 2),
+        ]);
+        f.numbers.push(n);
+    }
+    let b = thr_of(runs, 2, false, 50.0, 0, true);
+    let fl = thr_of(runs, 3, false, 50.0, 0, true);
+    let gain: Vec<f64> = fl
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| (x / y - 1.0) * 100.0)
+        .collect();
+    let n = number("filter-gain-still-pct", Some(15.0), &gain, "%");
+    f.numbers.push(n.clone());
+    (means, n)
 }
 
 /// The filter's gain under each loss detection, paired by seed.
@@ -740,7 +830,7 @@ fn delay(means: &[[f64; 5]; 2], f: &mut Findings) {
 fn weights(runs: &BondRuns, f: &mut Findings) -> (Table, Block) {
     let mut table = Table::new([
         "place",
-        "PHY rates a / g (saturation, Mbit/s)",
+        "mean SNR a / g, dB (fixed-rate table, Mbit/s)",
         "1:1",
         "2:1",
         "1:2",
@@ -771,13 +861,10 @@ fn weights(runs: &BondRuns, f: &mut Findings) -> (Table, Block) {
         let best = (0..WEIGHTS.len())
             .max_by(|x, y| ns[*x].railpath.total_cmp(&ns[*y].railpath))
             .unwrap_or(0);
-        let sat = (
-            mu_of(railpath_scenario::WifiStandard::A, *ra) * 12e-3,
-            mu_of(railpath_scenario::WifiStandard::G, *rg) * 12e-3,
-        );
+        let (ia, ig) = (table_rate(*ra), table_rate(*rg));
         let mut row = vec![
             Cell::from(*pname),
-            Cell::from(format!("{ra:.0} / {rg:.0} ({:.1} / {:.1})", sat.0, sat.1)),
+            Cell::from(format!("{ra:.0} / {rg:.0} ({ia:.0} / {ig:.0})")),
         ];
         row.extend(ns.iter().enumerate().map(|(w, n)| {
             if w == best {
@@ -1371,6 +1458,7 @@ mod tests {
                 udp: false,
                 delay_ms: 100.0,
                 loss: 2,
+                still: true,
                 seed: 1,
             },
             Job::Thr {
@@ -1378,6 +1466,7 @@ mod tests {
                 udp: true,
                 delay_ms: 50.0,
                 loss: 0,
+                still: false,
                 seed: 1,
             },
             Job::Weight {

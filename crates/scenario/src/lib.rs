@@ -228,6 +228,11 @@ pub struct Wifi {
     /// power); default: none, Rayleigh fading. Needs `doppler_hz`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rician_k_db: Option<f64>,
+    /// With Minstrel: the driver's limit of tries per rate of the retry chain (mac80211's
+    /// `hw->max_rate_tries`), 1 to 15; default 7, mac80211's when the driver sets none
+    /// (carl9170, the AR9170 USB driver, sets 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rate_tries: Option<u8>,
 }
 
 fn is_zero(x: &f64) -> bool {

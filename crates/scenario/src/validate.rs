@@ -1488,6 +1488,20 @@ fn wifi_channel(
             "rate_control = \"minstrel\" adapts the rate to the frame errors a signal-to-noise ratio gives",
         )?;
     }
+    if let Some(t) = w.max_rate_tries {
+        if w.rate_control != crate::WifiRateControl::Minstrel {
+            return Err(c.err(
+                k("wifi.max_rate_tries"),
+                "limits Minstrel's retry chain: only with rate_control = \"minstrel\"",
+            ));
+        }
+        if !(1..=15).contains(&t) {
+            return Err(c.err(
+                k("wifi.max_rate_tries"),
+                format!("expected 1 to 15 tries per rate, found {t}"),
+            ));
+        }
+    }
     if !(w.doppler_hz.is_finite() && (0.0..=100.0).contains(&w.doppler_hz)) {
         return Err(c.err(
             k("wifi.doppler_hz"),
@@ -1706,9 +1720,24 @@ paths = ["a"]
                 "link[1].wifi.rician_k_db",
                 ">= -30 and <= 30 dB",
             ),
+            (
+                "snr_db = 20, max_rate_tries = 3",
+                "link[1].wifi.max_rate_tries",
+                "only with rate_control = \"minstrel\"",
+            ),
+            (
+                "snr_db = 20, rate_control = \"minstrel\", max_rate_tries = 0",
+                "link[1].wifi.max_rate_tries",
+                "expected 1 to 15 tries per rate, found 0",
+            ),
         ] {
             fails("rate_mbps = 20", &w(body), key, msg);
         }
+        check(
+            "rate_mbps = 20",
+            &w("snr_db = 20, rate_control = \"minstrel\", max_rate_tries = 3"),
+        )
+        .unwrap();
         // An unknown rate control names its choices.
         let e = check("rate_mbps = 20", &w("rate_control = \"arf\"")).unwrap_err();
         assert!(format!("{e:?}").contains("minstrel"), "{e:?}");

@@ -176,7 +176,10 @@ impl Builder<'_> {
             if w.rate_control == railpath_scenario::WifiRateControl::Minstrel {
                 for (d, name) in [(&mut fwd, "fwd"), (&mut rev, "rev")] {
                     let mut rng = Rng::stream(seed, &format!("link:{}:{name}:minstrel", l.id));
-                    d.wifi = d.wifi.map(|m| m.with_minstrel(&mut rng));
+                    let tries = w
+                        .max_rate_tries
+                        .unwrap_or(crate::net::minstrel::DEFAULT_MAX_RETRY);
+                    d.wifi = d.wifi.map(|m| m.with_minstrel(tries, &mut rng));
                 }
             }
             let fading = (w.doppler_hz > 0.0).then(|| {

@@ -1,9 +1,11 @@
 //! Minstrel, the rate control of Linux's mac80211 for 802.11a/b/g stations, as in the kernels of
 //! the BOND paper's era (Linux 3.5, Ubuntu 12.10): net/mac80211/rc80211_minstrel.c,
 //! `minstrel_rate_init`, `minstrel_update_stats`, `minstrel_get_rate`, `minstrel_tx_status`,
-//! with `minstrel_alloc`'s defaults (cw 15..1023, segment 6000 us, 7 tries per rate, statistics
-//! every 100 ms, EWMA weight 75 % on the past, look-around 10 % of frames with multi-rate
-//! retry). Decision rules:
+//! with `minstrel_alloc`'s defaults (cw 15..1023, segment 6000 us, statistics every 100 ms,
+//! EWMA weight 75 % on the past, look-around 10 % of frames with multi-rate retry) and the
+//! driver's limit of tries per rate (`hw->max_rate_tries`: 7 when the driver sets none; the
+//! BOND paper's AR9170 USB adapters, driver carl9170, set CARL9170_TX_USER_RATE_TRIES = 3).
+//! Decision rules:
 //!
 //! - Every 100 ms each rate's success probability over the interval, p = successes /
 //!   attempts, updates its average, P <- 0.25 p + 0.75 P (only rates that were tried); its
@@ -13,7 +15,7 @@
 //!   retry count) and is sampled at most 4 times until the next update.
 //! - A rate's retry count: attempts while their worst-case air time (frame, ACK, a slot and the
 //!   whole contention window in us, as the kernel adds them) stays under the 6000-us segment,
-//!   at most 7.
+//!   at most the driver's limit.
 //! - Each frame gets a retry chain of four (rate, tries): best throughput, second best, most
 //!   probable, lowest. Look-around: while fewer than 10 % of the frames sent were samples, the
 //!   next rate of a random sample table (ten random permutations of the rates but the lowest)
@@ -30,7 +32,8 @@ const UPDATE_INTERVAL: Time = Time::from_ms(100);
 const EWMA_LEVEL: f64 = 0.75;
 const LOOKAROUND_PERCENT: u32 = 10;
 const SEGMENT_US: u32 = 6000;
-const MAX_RETRY: u8 = 7;
+/// mac80211's limit of tries per rate when the driver gives none.
+pub const DEFAULT_MAX_RETRY: u8 = 7;
 const SAMPLE_COLUMNS: usize = 10;
 
 /// One segment of a retry chain: a rate index and its tries.
@@ -71,17 +74,18 @@ pub struct Minstrel {
 impl Minstrel {
     /// A station with `n` rates (lowest first): `perfect_us[i]` the air time of a 1200-byte
     /// frame at rate i, `ack_us[i]` of a 10-byte frame, `sp_ack_us` that at the lowest rate;
-    /// `rng` draws the sample table.
+    /// `max_retry` is the driver's limit of tries per rate; `rng` draws the sample table.
     pub fn new(
         n: usize,
         perfect_us: &[u32],
         ack_us: &[u32],
         sp_ack_us: u32,
+        max_retry: u8,
         rng: &mut Rng,
     ) -> Minstrel {
         let mut r = [RateStats::default(); MAX_RATES];
         for i in 0..n {
-            let rc = retry_count(perfect_us[i], ack_us[i], sp_ack_us);
+            let rc = retry_count(perfect_us[i], ack_us[i], sp_ack_us, max_retry);
             r[i] = RateStats {
                 perfect_us: perfect_us[i],
                 retry_count: rc,
@@ -245,7 +249,7 @@ impl Minstrel {
 }
 
 /// `minstrel_rate_init`'s retry count: tries whose worst-case air time fits the segment.
-fn retry_count(perfect_us: u32, ack_us: u32, sp_ack_us: u32) -> u8 {
+fn retry_count(perfect_us: u32, ack_us: u32, sp_ack_us: u32, max_retry: u8) -> u8 {
     let mut count = 1;
     let mut cw = 15u32;
     let mut tx = perfect_us + sp_ack_us;
@@ -256,7 +260,7 @@ fn retry_count(perfect_us: u32, ack_us: u32, sp_ack_us: u32) -> u8 {
             break;
         }
         count += 1;
-        if count >= MAX_RETRY {
+        if count >= max_retry {
             break;
         }
     }
@@ -300,7 +304,14 @@ mod tests {
 
     fn station(n: usize) -> Minstrel {
         let (p, a) = times(n);
-        Minstrel::new(n, &p, &a, a[0], &mut Rng::stream(1, "minstrel"))
+        Minstrel::new(
+            n,
+            &p,
+            &a,
+            a[0],
+            DEFAULT_MAX_RETRY,
+            &mut Rng::stream(1, "minstrel"),
+        )
     }
 
     #[test]
@@ -308,12 +319,15 @@ mod tests {
         // 54 Mbit/s: 1200 bytes = 9622 bits / 216 = 45 symbols -> 200 us, ACK 24 us, at 6
         // Mbit/s 40 us. 240, then + 24 + 200 + 9 + cw for cw = 15, 31, 63, 127, 255, 511:
         // 488, 752, 1048, 1408, 1896, 2640 us: under 6000 each time, capped at 7 tries.
-        assert_eq!(retry_count(200, 24, 40), 7);
+        assert_eq!(retry_count(200, 24, 40, 7), 7);
+        // carl9170 allows 3.
+        assert_eq!(retry_count(200, 24, 40, 3), 3);
         // 6 Mbit/s: 1624 us, ACK 40: 1664, + 1688 = 3352, + 1704 = 5056, + 1736 = 6792 > 6000:
         // 3 tries.
         let (p, a) = times(1);
         assert_eq!((p[0], a[0]), (1624, 40));
-        assert_eq!(retry_count(1624, 40, 40), 3);
+        assert_eq!(retry_count(1624, 40, 40, 7), 3);
+        assert_eq!(retry_count(1624, 40, 40, 2), 2);
         let (p, _) = times(8);
         assert_eq!(p[7], 200);
     }

@@ -121,11 +121,14 @@ fn coded_pe(code: Code, p: f64) -> f64 {
         Code::ThreeQuarters => (5, 1, 3.0, &THREE_QUARTERS),
     };
     let d = (4.0 * p * (1.0 - p)).sqrt();
-    let sum: f64 = weights
-        .iter()
-        .enumerate()
-        .map(|(i, c)| c * d.powi(d0 + step * i as i32))
-        .sum();
+    // D^d term by term: D^d0, then times D^step.
+    let ds = if step == 1 { d } else { d * d };
+    let mut dd = d.powi(d0);
+    let mut sum = 0.0;
+    for c in weights {
+        sum += c * dd;
+        dd *= ds;
+    }
     (sum / (2.0 * b)).min(1.0)
 }
 
