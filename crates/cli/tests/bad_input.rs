@@ -132,6 +132,10 @@ const CASES: &[(&str, &[&str])] = &[
         &["link[0].wifi.phy_mbps: line 8: expected one of the 802.11a/g OFDM rates"],
     ),
     (
+        "wifi_minstrel_without_snr.toml",
+        &["link[0].wifi.rate_control: line 8: rate_control = \"minstrel\" adapts the rate", "give the link's wifi.snr_db"],
+    ),
+    (
         "udp_max_below_mean.toml",
         &["flow[0].udp.max_mbps: line 18: expected a number >= mean_mbps = 16 Mbit/s"],
     ),

@@ -491,7 +491,7 @@ fn bond_reproduction_summary_claims_and_report() {
     let t = Instant::now();
     let r = reproduce("bond", &out, 10);
     let took = t.elapsed();
-    // The budget; the run takes about 8 s on 2 cores (docs/performance.md).
+    // The budget; the run takes about 12 s on 2 cores (docs/performance.md).
     // Reported, not asserted (no timed assertions): the budget is 60 s (docs/performance.md).
     eprintln!("took {took:?}");
     let v = summary(&r);

@@ -197,8 +197,8 @@ impl WifiStandard {
 /// The OFDM data rates of 802.11a/g, Mbit/s.
 pub const WIFI_PHY_MBPS: &[f64] = &[6.0, 9.0, 12.0, 18.0, 24.0, 36.0, 48.0, 54.0];
 
-/// `wifi = { standard, phy_mbps, frame_error }` on a link: both directions are a Wi-Fi
-/// interface at a fixed PHY rate (docs/models/wifi.md).
+/// `wifi = { standard, phy_mbps, frame_error, snr_db, rate_control, doppler_hz, rician_k_db }`
+/// on a link: both directions are a Wi-Fi interface (docs/models/wifi.md).
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Wifi {
@@ -207,8 +207,53 @@ pub struct Wifi {
     pub phy_mbps: f64,
     /// Chance that one transmission attempt of a frame fails (then it is retried with a doubled
     /// contention window, 7 attempts in all, as Linux's default short retry limit); default 0.
+    /// With `snr_db`, a loss on top of the SNR's frame errors, whatever the rate.
     #[serde(default)]
     pub frame_error: f64,
+    /// Mean signal-to-noise ratio over the 20 MHz channel at both stations, dB: frames then
+    /// fail with the OFDM error model's chance at their rate and length (docs/models/wifi.md).
+    /// Default: none, no SNR-dependent errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snr_db: Option<f64>,
+    /// How each station picks its PHY rate: `"fixed"` (default, always `phy_mbps`) or
+    /// `"minstrel"` (Linux mac80211's Minstrel over the OFDM rates up to `phy_mbps`; needs
+    /// `snr_db`).
+    #[serde(default, skip_serializing_if = "WifiRateControl::is_fixed")]
+    pub rate_control: WifiRateControl,
+    /// Doppler spread of the channel's slow fading, Hz (indoor: about 6 at 5 GHz, 3 at 2.4
+    /// GHz); default 0, no fading. Needs `snr_db`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub doppler_hz: f64,
+    /// Rician K factor of the fading, dB (power of the line of sight over the scattered
+    /// power); default: none, Rayleigh fading. Needs `doppler_hz`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rician_k_db: Option<f64>,
+    /// With Minstrel: the driver's limit of tries per rate of the retry chain (mac80211's
+    /// `hw->max_rate_tries`), 1 to 15; default 7, mac80211's when the driver sets none
+    /// (carl9170, the AR9170 USB driver, sets 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rate_tries: Option<u8>,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+/// A Wi-Fi station's rate control.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum WifiRateControl {
+    /// Always the link's `phy_mbps`.
+    #[default]
+    Fixed,
+    /// Minstrel, as Linux mac80211 (net/mac80211/rc80211_minstrel.c, Linux 3.5).
+    Minstrel,
+}
+
+impl WifiRateControl {
+    pub fn is_fixed(&self) -> bool {
+        *self == WifiRateControl::Fixed
+    }
 }
 
 /// How a bond spreads packets over its members.

@@ -605,6 +605,7 @@ fn validate_link(c: &Check, i: usize, l: &Link) -> Result<(), ScenarioError> {
                 ),
             ));
         }
+        wifi_channel(c, &k, w)?;
     }
     match (l.rate_mbps, &l.trace) {
         (None, None) if l.carrier.is_some() || l.wifi.is_some() => {}
@@ -1455,6 +1456,84 @@ fn validate_tcp_config(c: &Check, prefix: &str, t: &TcpConfig) -> Result<(), Sce
     Ok(())
 }
 
+/// The SNR, rate control and fading keys of a link's `wifi = { ... }`.
+fn wifi_channel(
+    c: &Check,
+    k: &dyn Fn(&str) -> String,
+    w: &crate::Wifi,
+) -> Result<(), ScenarioError> {
+    if let Some(snr) = w.snr_db {
+        if !(snr.is_finite() && (-10.0..=60.0).contains(&snr)) {
+            return Err(c.err(
+                k("wifi.snr_db"),
+                format!(
+                    "expected a signal-to-noise ratio >= -10 and <= 60 dB, found {}",
+                    show_num(snr)
+                ),
+            ));
+        }
+    }
+    let needs_snr = |key: &str, why: &str| -> Result<(), ScenarioError> {
+        if w.snr_db.is_none() {
+            return Err(c.err(
+                k(key),
+                format!("{why}: give the link's wifi.snr_db (the mean signal-to-noise ratio, dB)"),
+            ));
+        }
+        Ok(())
+    };
+    if w.rate_control == crate::WifiRateControl::Minstrel {
+        needs_snr(
+            "wifi.rate_control",
+            "rate_control = \"minstrel\" adapts the rate to the frame errors a signal-to-noise ratio gives",
+        )?;
+    }
+    if let Some(t) = w.max_rate_tries {
+        if w.rate_control != crate::WifiRateControl::Minstrel {
+            return Err(c.err(
+                k("wifi.max_rate_tries"),
+                "limits Minstrel's retry chain: only with rate_control = \"minstrel\"",
+            ));
+        }
+        if !(1..=15).contains(&t) {
+            return Err(c.err(
+                k("wifi.max_rate_tries"),
+                format!("expected 1 to 15 tries per rate, found {t}"),
+            ));
+        }
+    }
+    if !(w.doppler_hz.is_finite() && (0.0..=100.0).contains(&w.doppler_hz)) {
+        return Err(c.err(
+            k("wifi.doppler_hz"),
+            format!(
+                "expected a Doppler spread >= 0 and <= 100 Hz (0: no fading), found {}",
+                show_num(w.doppler_hz)
+            ),
+        ));
+    }
+    if w.doppler_hz > 0.0 {
+        needs_snr("wifi.doppler_hz", "fading varies a signal-to-noise ratio")?;
+    }
+    if let Some(kf) = w.rician_k_db {
+        if !(kf.is_finite() && (-30.0..=30.0).contains(&kf)) {
+            return Err(c.err(
+                k("wifi.rician_k_db"),
+                format!(
+                    "expected a Rician K factor >= -30 and <= 30 dB, found {}",
+                    show_num(kf)
+                ),
+            ));
+        }
+        if w.doppler_hz == 0.0 {
+            return Err(c.err(
+                k("wifi.rician_k_db"),
+                "the K factor shapes the fading: give wifi.doppler_hz > 0 too, or remove this key",
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use crate::parse_str;
@@ -1601,6 +1680,67 @@ paths = ["a"]
             "wifi = { standard = \"n\", phy_mbps = 54 }"
         )
         .is_err());
+    }
+
+    #[test]
+    fn wifi_snr_rate_control_and_fading() {
+        let w = |body: &str| format!("wifi = {{ standard = \"a\", phy_mbps = 54, {body} }}");
+        check(
+            "rate_mbps = 20",
+            &w("snr_db = 25, rate_control = \"minstrel\", doppler_hz = 6, rician_k_db = 3"),
+        )
+        .unwrap();
+        check("rate_mbps = 20", &w("snr_db = 25, frame_error = 0.01")).unwrap();
+        check("rate_mbps = 20", &w("rate_control = \"fixed\"")).unwrap();
+        for (body, key, msg) in [
+            ("snr_db = 61", "link[1].wifi.snr_db", ">= -10 and <= 60 dB"),
+            ("snr_db = nan", "link[1].wifi.snr_db", "found NaN"),
+            (
+                "rate_control = \"minstrel\"",
+                "link[1].wifi.rate_control",
+                "give the link's wifi.snr_db",
+            ),
+            (
+                "doppler_hz = 6",
+                "link[1].wifi.doppler_hz",
+                "give the link's wifi.snr_db",
+            ),
+            (
+                "snr_db = 20, doppler_hz = -1",
+                "link[1].wifi.doppler_hz",
+                ">= 0 and <= 100 Hz",
+            ),
+            (
+                "snr_db = 20, rician_k_db = 3",
+                "link[1].wifi.rician_k_db",
+                "give wifi.doppler_hz > 0 too",
+            ),
+            (
+                "snr_db = 20, doppler_hz = 6, rician_k_db = 31",
+                "link[1].wifi.rician_k_db",
+                ">= -30 and <= 30 dB",
+            ),
+            (
+                "snr_db = 20, max_rate_tries = 3",
+                "link[1].wifi.max_rate_tries",
+                "only with rate_control = \"minstrel\"",
+            ),
+            (
+                "snr_db = 20, rate_control = \"minstrel\", max_rate_tries = 0",
+                "link[1].wifi.max_rate_tries",
+                "expected 1 to 15 tries per rate, found 0",
+            ),
+        ] {
+            fails("rate_mbps = 20", &w(body), key, msg);
+        }
+        check(
+            "rate_mbps = 20",
+            &w("snr_db = 20, rate_control = \"minstrel\", max_rate_tries = 3"),
+        )
+        .unwrap();
+        // An unknown rate control names its choices.
+        let e = check("rate_mbps = 20", &w("rate_control = \"arf\"")).unwrap_err();
+        assert!(format!("{e:?}").contains("minstrel"), "{e:?}");
     }
 
     #[test]

@@ -170,11 +170,25 @@ impl Builder<'_> {
             Rng::stream(seed, &format!("link:{}:rev", l.id)),
         );
         rev.outage_mode = fwd.outage_mode;
-        if let Some(mac) = wifi {
+        if let (Some(mac), Some(w)) = (wifi, &l.wifi) {
             rev.wifi = Some(mac);
             rev.rate_bps = mac.saturation_bps(1500).round() as u64;
+            if w.rate_control == railpath_scenario::WifiRateControl::Minstrel {
+                for (d, name) in [(&mut fwd, "fwd"), (&mut rev, "rev")] {
+                    let mut rng = Rng::stream(seed, &format!("link:{}:{name}:minstrel", l.id));
+                    let tries = w
+                        .max_rate_tries
+                        .unwrap_or(crate::net::minstrel::DEFAULT_MAX_RETRY);
+                    d.wifi = d.wifi.map(|m| m.with_minstrel(tries, &mut rng));
+                }
+            }
+            let fading = (w.doppler_hz > 0.0).then(|| {
+                let k = w.rician_k_db.map_or(0.0, crate::net::wifi_phy::from_db);
+                let rng = Rng::stream(seed, &format!("link:{}:fading", l.id));
+                crate::net::wifi_phy::Fading::new(w.doppler_hz, k, rng)
+            });
             // The AP's and the client's stations share the link's channel.
-            let ch = std::rc::Rc::new(crate::net::wifi::Channel::default());
+            let ch = std::rc::Rc::new(crate::net::wifi::Channel::new(fading));
             fwd.channel = Some(std::rc::Rc::clone(&ch));
             rev.channel = Some(ch);
         }

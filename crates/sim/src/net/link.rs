@@ -247,22 +247,37 @@ impl LinkDir {
             return Wake::None;
         };
         self.busy = true;
-        if let Some(mac) = &self.wifi {
-            let (from, rival) = match &self.channel {
-                Some(c) => c.access(now),
-                None => (now, None),
-            };
-            let (t, delivered, slots) = mac.serve(u32::from(head.size), &mut self.rng, rival);
-            self.head_lost = !delivered;
-            if let Some(c) = &self.channel {
-                c.occupy(from, slots, from + t);
-            }
-            return Wake::Service(from + t);
+        if self.wifi.is_some() {
+            return self.start_wifi(now, u32::from(head.size));
         }
         match &mut self.trace {
             None => Wake::Service(now + Time::tx_time(head.size as u64, self.rate_bps)),
             Some(tr) => Wake::Service(tr.next_at_or_after(now)),
         }
+    }
+
+    /// [`LinkDir::start`] for a Wi-Fi station: the MAC's time for the head packet of `size`
+    /// bytes (out of line, so that the other links' hot path does not carry it).
+    #[inline(never)]
+    fn start_wifi(&mut self, now: Time, size: u32) -> Wake {
+        let Some(mac) = &mut self.wifi else {
+            return Wake::None;
+        };
+        let (from, rival) = match &self.channel {
+            Some(c) => c.access(now),
+            None => (now, None),
+        };
+        let (t, delivered, slots) = if mac.has_snr() {
+            let gain = self.channel.as_ref().map_or((1.0, 0), |c| c.gain_at(from));
+            mac.serve_at(size, &mut self.rng, rival, from, gain)
+        } else {
+            mac.serve(size, &mut self.rng, rival)
+        };
+        self.head_lost = !delivered;
+        if let Some(c) = &self.channel {
+            c.occupy(from, slots, from + t);
+        }
+        Wake::Service(from + t)
     }
 
     /// The server event: with a rate, the head packet is serialised; with a trace, one delivery
@@ -529,6 +544,11 @@ mod tests {
             standard: railpath_scenario::WifiStandard::A,
             phy_mbps: 54.0,
             frame_error: 0.0,
+            snr_db: None,
+            rate_control: Default::default(),
+            doppler_hz: 0.0,
+            rician_k_db: None,
+            max_rate_tries: None,
         });
         let ch = std::rc::Rc::new(super::super::wifi::Channel::default());
         let station = |k: usize| {

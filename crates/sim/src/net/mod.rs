@@ -3,8 +3,10 @@
 
 pub mod bond;
 pub mod link;
+pub mod minstrel;
 pub mod packet;
 pub mod wifi;
+pub mod wifi_phy;
 
 use crate::engine::{Event, Scheduler};
 use link::{LinkDir, Wake};
