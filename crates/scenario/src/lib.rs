@@ -195,7 +195,7 @@ impl WifiStandard {
 }
 
 /// The OFDM data rates of 802.11a/g, Mbit/s.
-pub const WIFI_PHY_MBPS: &[f64] = &[6.0, 9.0, 12.0, 18.0, 24.0, 36.0, 48.0, 54.0];
+pub const WIFI_PHY_MBPS: [f64; 8] = [6.0, 9.0, 12.0, 18.0, 24.0, 36.0, 48.0, 54.0];
 
 /// `wifi = { standard, phy_mbps, frame_error, snr_db, rate_control, doppler_hz, rician_k_db }`
 /// on a link: both directions are a Wi-Fi interface (docs/models/wifi.md).

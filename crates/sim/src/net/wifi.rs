@@ -92,20 +92,16 @@ impl WifiMac {
             WifiStandard::G => (10_000, 6_000),
         };
         let slot = 9_000;
-        let rate = w.phy_mbps;
-        let ack_rate = [24.0, 12.0, 6.0]
-            .into_iter()
-            .find(|&r| r <= rate)
-            .unwrap_or(6.0);
+        let fixed = wifi_phy::rate_index(w.phy_mbps);
         WifiMac {
             slot,
             sifs,
             difs: sifs + 2 * slot,
             ext,
-            dbps: (rate * 4.0).round() as u32,
-            ack_dbps: (ack_rate * 4.0).round() as u32,
+            dbps: dbps_of(fixed),
+            ack_dbps: dbps_of(ack_rate_of(fixed)),
             frame_error: w.frame_error,
-            fixed: wifi_phy::rate_index(rate) as u8,
+            fixed: fixed as u8,
             snr: w.snr_db.map(wifi_phy::from_db),
             minstrel: None,
             ln_ok: [0.0; 8],
@@ -145,20 +141,22 @@ impl WifiMac {
     /// One attempt of a packet of `size` IP bytes after `backoff` slots, ns: DIFS, backoff, the
     /// data frame, SIFS and the ACK (a failed attempt waits as long for an ACK that never comes).
     pub fn attempt_ns(&self, size: u32, backoff: u32) -> u64 {
-        self.difs
-            + u64::from(backoff) * self.slot
-            + self.frame_ns(size + MAC_OVERHEAD_BYTES, self.dbps)
-            + self.sifs
-            + self.frame_ns(ACK_FRAME_BYTES, self.ack_dbps)
+        self.exchange_ns(size, backoff, self.dbps, self.ack_dbps)
     }
 
     /// One attempt at rate index `r`, as [`WifiMac::attempt_ns`].
     fn attempt_at(&self, r: usize, size: u32, backoff: u32) -> u64 {
+        self.exchange_ns(size, backoff, dbps_of(r), dbps_of(ack_rate_of(r)))
+    }
+
+    /// DIFS, `backoff` slots, the data frame at `dbps`, SIFS and the ACK at `ack_dbps`, ns.
+    #[inline]
+    fn exchange_ns(&self, size: u32, backoff: u32, dbps: u32, ack_dbps: u32) -> u64 {
         self.difs
             + u64::from(backoff) * self.slot
-            + self.frame_ns(size + MAC_OVERHEAD_BYTES, dbps_of(r))
+            + self.frame_ns(size + MAC_OVERHEAD_BYTES, dbps)
             + self.sifs
-            + self.frame_ns(ACK_FRAME_BYTES, dbps_of(ack_rate_of(r)))
+            + self.frame_ns(ACK_FRAME_BYTES, ack_dbps)
     }
 
     /// ln of the chance a bit gets through at rate `r` at linear SNR `snr` (fading step `step`).

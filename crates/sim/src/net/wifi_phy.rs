@@ -37,8 +37,9 @@
 
 use railpath_core::{Rng, Time};
 
-/// The OFDM rates, Mbit/s, in order (index 0 is the lowest, the SIGNAL field's rate).
-pub const RATES_MBPS: [f64; 8] = [6.0, 9.0, 12.0, 18.0, 24.0, 36.0, 48.0, 54.0];
+/// The OFDM rates, Mbit/s, in order (index 0 is the lowest, the SIGNAL field's rate): the
+/// scenario's list of PHY rates.
+pub const RATES_MBPS: [f64; 8] = railpath_scenario::WIFI_PHY_MBPS;
 
 /// Bits of the SIGNAL field (the PLCP header), sent at 6 Mbit/s (BPSK 1/2).
 pub const SIGNAL_BITS: u32 = 24;
