@@ -742,14 +742,18 @@ fn still(runs: &BondRuns, table: &mut Table, f: &mut Findings) -> ([f64; 5], Num
     }
     let b = thr_of(runs, 2, false, 50.0, 0, true);
     let fl = thr_of(runs, 3, false, 50.0, 0, true);
-    let gain: Vec<f64> = fl
-        .iter()
-        .zip(&b)
-        .map(|(x, y)| (x / y - 1.0) * 100.0)
-        .collect();
+    let gain = paired_gain_pct(&fl, &b);
     let n = number("filter-gain-still-pct", Some(15.0), &gain, "%");
     f.numbers.push(n.clone());
     (means, n)
+}
+
+/// The gain of `with` over `without`, %, seed by seed (the runs paired by seed).
+fn paired_gain_pct(with: &[f64], without: &[f64]) -> Vec<f64> {
+    with.iter()
+        .zip(without)
+        .map(|(x, y)| (x / y - 1.0) * 100.0)
+        .collect()
 }
 
 /// The filter's gain under each loss detection, paired by seed.
@@ -767,11 +771,7 @@ fn filter(runs: &BondRuns, f: &mut Findings) -> (Table, [f64; 3]) {
         let b = thr(runs, 2, false, 50.0, l);
         let fl = thr(runs, 3, false, 50.0, l);
         let m = thr(runs, 4, false, 50.0, l);
-        let gain: Vec<f64> = fl
-            .iter()
-            .zip(&b)
-            .map(|(x, y)| (x / y - 1.0) * 100.0)
-            .collect();
+        let gain = paired_gain_pct(&fl, &b);
         let n = number(
             &format!("filter-gain-{}-pct", LOSS[l].0.as_str()),
             Some(15.0),
