@@ -10,6 +10,18 @@ pub fn scenario(text: &str) -> Scenario {
     s
 }
 
+/// The example scenario at `rel` under scenarios/, with `--set` overrides, resolved.
+pub fn scenario_file(rel: &str, over: &[&str]) -> railpath_scenario::Resolved {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(rel);
+    let over: Vec<String> = over.iter().map(|o| o.to_string()).collect();
+    railpath_scenario::load(&p, &over)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .validate()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 pub fn run(text: &str) -> RunResults {
     railpath_sim::run(&(scenario(text)).validate().unwrap()).expect("run")
 }

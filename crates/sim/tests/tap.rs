@@ -3,24 +3,14 @@
 //! bond's members with its duplicate-ACK filter (whose packets leave through their own loop,
 //! `Net::exits`); and the tap is told of every packet at both ends of every link direction.
 
+mod common;
+use common::scenario_file as scenario;
 use railpath_scenario::Resolved;
 use railpath_sim::net::packet::Packet;
 use railpath_sim::net::Endpoint;
 use railpath_sim::{PacketTap, RunResults, Time};
 use std::cell::RefCell;
-use std::path::Path;
 use std::rc::Rc;
-
-fn scenario(file: &str, over: &[&str]) -> Resolved {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios")
-        .join(file);
-    let over: Vec<String> = over.iter().map(|o| o.to_string()).collect();
-    railpath_scenario::load(&p, &over)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .validate()
-        .unwrap_or_else(|e| panic!("{e}"))
-}
 
 /// Per link direction: packets offered to its queue, and packets leaving its far end.
 #[derive(Default, Debug)]

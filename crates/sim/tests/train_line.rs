@@ -5,17 +5,11 @@
 use railpath_radio::{HandoverKind, ZoneKind};
 use railpath_scenario::Resolved;
 use railpath_sim::mechanisms::pha::learn_table;
-use std::path::Path;
+
+mod common;
 
 fn line(file: &str, over: &[&str]) -> Resolved {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios/train")
-        .join(file);
-    let over: Vec<String> = over.iter().map(|o| o.to_string()).collect();
-    railpath_scenario::load(&p, &over)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .validate()
-        .unwrap_or_else(|e| panic!("{e}"))
+    common::scenario_file(&format!("train/{file}"), over)
 }
 
 #[test]
