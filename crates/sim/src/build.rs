@@ -77,6 +77,14 @@ pub(crate) fn world(r: &Resolved) -> Result<World, SimError> {
         );
     }
     let mut net = b.net;
+    // Links with no step to come: their directions' departures follow from their rate.
+    let dynamic: Vec<u32> = b
+        .links
+        .iter()
+        .filter(|l| l.next_step < l.steps.len())
+        .flat_map(|l| [l.fwd, l.rev])
+        .collect();
+    net.fix_dirs(|d| dynamic.contains(&d));
     if nbins > 0 {
         net.sched.at(bin.min(end), Event::Sample);
     }

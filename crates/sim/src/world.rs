@@ -132,6 +132,7 @@ impl World {
             }
         }
         self.net.sched.advance_to(end);
+        self.net.depart_all(end);
         progress(1.0);
     }
 
@@ -253,6 +254,8 @@ impl World {
             f.sample(width);
         }
         for l in &mut self.links {
+            // A bin end comes before the departures at its time.
+            self.net.dirs[l.fwd as usize].depart(now, false);
             let d = &self.net.dirs[l.fwd as usize];
             l.queue_samples.push(d.queued_bytes as f64);
             if let Some(ls) = &mut l.loss_samples {
@@ -415,7 +418,7 @@ impl World {
                 seed: r.run.seed,
                 sim_duration_s: end.secs_f64(),
                 wall_s: 0.0,
-                events: self.net.sched.processed(),
+                events: self.net.events(),
                 flows,
                 links,
                 handovers: self.handovers.clone(),

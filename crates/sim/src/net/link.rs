@@ -133,6 +133,17 @@ pub struct LinkDir {
     pub busy: bool,
     arrival_armed: Option<Time>,
     last_arrival: Time,
+    /// A fixed direction ([`LinkDir::make_fixed`]): each packet's departure from the server is
+    /// computed when it is enqueued, and no service event is scheduled.
+    fixed: bool,
+    /// Fixed direction: when the server finishes the last packet enqueued.
+    last_dep: Time,
+    /// Fixed direction: the serialisation time of the last size served (the rate is constant;
+    /// most packets of a direction have one size, and the time is a 128-bit division).
+    tx_memo: (u16, Time),
+    /// Fixed direction: departures passed so far, the service events a direction with a
+    /// service event per packet would have processed ([`crate::net::Net::events`]).
+    pub departures: u64,
     rng: Rng,
     pub stats: DirStats,
     /// Every outage of this direction with the arrivals during it (bounded per outage).
@@ -145,7 +156,13 @@ pub enum Wake {
     None,
     /// Schedule a service event at this time.
     Service(Time),
+    /// Schedule the pipe's arrival event at this time (a fixed direction's enqueue).
+    Arrival(Time),
 }
+
+/// A fixed direction's mark, in the time of a packet the server will lose (random loss): it
+/// occupies the server but never arrives. No simulated time reaches 2^63 ns (292 years).
+const LOST: u64 = 1 << 63;
 
 impl LinkDir {
     pub fn new(
@@ -184,6 +201,10 @@ impl LinkDir {
             busy: false,
             arrival_armed: None,
             last_arrival: Time::ZERO,
+            fixed: false,
+            last_dep: Time::ZERO,
+            tx_memo: (0, Time::ZERO),
+            departures: 0,
             rng,
             stats: DirStats::default(),
             outage_log: Vec::new(),
@@ -202,8 +223,20 @@ impl LinkDir {
         }
     }
 
-    /// Offer a packet to the queue. Returns when to schedule the server, if it must start.
-    pub fn enqueue(&mut self, mut p: Packet, now: Time) -> Wake {
+    /// Offer a packet to the queue. Returns when to schedule the server, if it must start (or,
+    /// on a fixed direction, the pipe's arrival event, if none is armed).
+    #[inline(always)]
+    pub fn enqueue(&mut self, p: Packet, now: Time) -> Wake {
+        if self.fixed {
+            self.enqueue_fixed(p, now)
+        } else {
+            self.enqueue_evented(p, now)
+        }
+    }
+
+    /// [`LinkDir::enqueue`] on a direction with service events.
+    #[inline(never)]
+    pub fn enqueue_evented(&mut self, mut p: Packet, now: Time) -> Wake {
         if self.down > 0 {
             self.log_outage_arrival(now);
             if self.outage_drops {
@@ -226,6 +259,127 @@ impl LinkDir {
             self.start(now)
         } else {
             Wake::None
+        }
+    }
+
+    /// Make this direction fixed, if it can be: a constant rate, delay and loss for the whole
+    /// run (its link has no step left), no delivery trace, Wi-Fi MAC or power clock, no outage,
+    /// nothing enqueued yet. A fixed direction's server is a function of its input: packet k
+    /// leaves at `dep_k = max(enq_k, dep_{k-1}) + size_k / rate` and arrives `delay` later, so
+    /// both are computed at enqueue and the direction needs one event per arrival time instead
+    /// of a service event per packet besides (docs/models/links.md, "fixed directions").
+    /// Returns whether it is fixed.
+    pub fn make_fixed(&mut self) -> bool {
+        self.fixed = self.trace.is_none()
+            && self.wifi.is_none()
+            && self.awake.is_none()
+            && self.down == 0
+            && self.rate_bps > 0
+            && self.packets.is_empty();
+        self.fixed
+    }
+
+    /// Whether this direction is fixed ([`LinkDir::make_fixed`]).
+    #[inline]
+    pub fn is_fixed(&self) -> bool {
+        self.fixed
+    }
+
+    /// [`LinkDir::enqueue`] on a fixed direction: the departures due by `now` pass first (a
+    /// departure precedes any other event at its time but a bin end), then the drop-tail test;
+    /// the packet's departure, its random loss (drawn in departure order, as at the server) and
+    /// its arrival are decided now.
+    #[inline(never)]
+    pub fn enqueue_fixed(&mut self, mut p: Packet, now: Time) -> Wake {
+        self.depart(now, true);
+        let size = u64::from(p.size);
+        if !self.fits(size as u32) {
+            self.stats.drops_overflow += 1;
+            return Wake::None;
+        }
+        p.enq = now;
+        self.queued_bytes += size;
+        self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queued_bytes);
+        if self.tx_memo.0 != p.size {
+            self.tx_memo = (p.size, Time::tx_time(size, self.rate_bps));
+        }
+        let dep = now.max(self.last_dep) + self.tx_memo.1;
+        self.last_dep = dep;
+        let p_loss = self.loss + self.extra_loss - self.loss * self.extra_loss;
+        let lost = p_loss > 0.0 && self.rng.bernoulli(p_loss);
+        // The delay is constant, so arrivals keep departure order (no `last_arrival` bound).
+        let at = dep + self.base_delay + self.extra_delay;
+        if lost {
+            self.packets.push_back((Time::from_ns(at.ns() | LOST), p));
+            return Wake::None;
+        }
+        self.packets.push_back((at, p));
+        if self.arrival_armed.is_none() {
+            self.arrival_armed = Some(at);
+            Wake::Arrival(at)
+        } else {
+            Wake::None
+        }
+    }
+
+    /// Fixed direction: the packets whose departure is before `now` (or at `now`, when
+    /// `inclusive`) leave the server: the statistics a service event would have kept. (Nothing
+    /// on a direction that is not fixed: its service events do this.)
+    #[inline]
+    pub fn depart(&mut self, now: Time, inclusive: bool) {
+        if !self.fixed {
+            return;
+        }
+        let delay = self.base_delay + self.extra_delay;
+        while let Some(&(t, ref p)) = self.packets.get(self.in_pipe) {
+            let lost = t.ns() & LOST != 0;
+            let dep = Time::from_ns(t.ns() & !LOST) - delay;
+            if dep > now || (dep == now && !inclusive) {
+                return;
+            }
+            let size = u64::from(p.size);
+            let sojourn = dep - p.enq;
+            self.queued_bytes -= size;
+            self.stats.queue_delay_sum += sojourn;
+            self.stats.queue_delay_max = self.stats.queue_delay_max.max(sojourn);
+            if lost {
+                self.stats.drops_random += 1;
+            } else {
+                self.stats.forwarded += 1;
+                self.stats.forwarded_bytes += size;
+            }
+            self.in_pipe += 1;
+            self.departures += 1;
+        }
+    }
+
+    /// [`LinkDir::arrival_due`] on a fixed direction when the pipe's head was lost at the
+    /// server: lost packets that have departed are dropped, and the event is armed for the
+    /// first packet that will arrive.
+    #[cold]
+    #[inline(never)]
+    fn arrival_due_lost(&mut self, now: Time) -> Result<bool, Time> {
+        self.depart(now, true);
+        while let Some(&(t, _)) = self.packets.front() {
+            if t.ns() & LOST == 0 || self.in_pipe == 0 {
+                break;
+            }
+            self.packets.pop_front();
+            self.in_pipe -= 1;
+        }
+        match self.packets.front() {
+            Some(&(t, _)) if t <= now => return Ok(true),
+            _ => {}
+        }
+        if self.arrival_armed.is_some() {
+            return Ok(false);
+        }
+        match self.packets.iter().find(|(t, _)| t.ns() & LOST == 0) {
+            Some(&(at, _)) => {
+                self.arrival_armed = Some(at);
+                Err(at)
+            }
+            None => Ok(false),
         }
     }
 
@@ -385,8 +539,45 @@ impl LinkDir {
     /// nothing is due: the pipe is empty, or its head is held by a `hold` outage that ends now
     /// (its end re-arms the event). Split from the taking so that the packet is moved out of the pipe once,
     /// straight to where it goes next (packets are copied at every move).
-    #[inline]
+    #[inline(always)]
     pub fn arrival_due(&mut self, now: Time) -> Result<bool, Time> {
+        if self.fixed {
+            self.arrival_due_fixed(now)
+        } else {
+            self.arrival_due_evented(now)
+        }
+    }
+
+    /// [`LinkDir::arrival_due`] on a fixed direction.
+    #[inline(always)]
+    fn arrival_due_fixed(&mut self, now: Time) -> Result<bool, Time> {
+        {
+            // A lost packet's time has the `LOST` bit: never due, never the head's arrival.
+            match self.packets.front() {
+                Some(&(t, _)) if t.ns() & LOST == 0 => {
+                    if t <= now {
+                        // It has departed (its departure is `delay` before); the departures'
+                        // bookkeeping is lazy, done when something needs it.
+                        if self.in_pipe == 0 {
+                            self.depart(now, true);
+                        }
+                        Ok(true)
+                    } else if self.arrival_armed.is_some() {
+                        Ok(false)
+                    } else {
+                        self.arrival_armed = Some(t);
+                        Err(t)
+                    }
+                }
+                Some(_) => self.arrival_due_lost(now),
+                None => Ok(false),
+            }
+        }
+    }
+
+    /// [`LinkDir::arrival_due`] on a direction with service events.
+    #[inline(always)]
+    fn arrival_due_evented(&mut self, now: Time) -> Result<bool, Time> {
         loop {
             if self.in_pipe == 0 {
                 return Ok(false);
@@ -507,10 +698,15 @@ impl LinkDir {
     }
 
     /// Packets on route `route` this direction holds, queued or propagating.
+    /// (On a fixed direction, as of its last departures ([`LinkDir::depart`]): packets lost at
+    /// the server that departed are not held.)
     pub fn held_on_route(&self, route: u32) -> u64 {
         self.packets
             .iter()
-            .filter(|(_, p)| p.route == route)
+            .enumerate()
+            .filter(|&(i, (t, p))| {
+                p.route == route && !(self.fixed && i < self.in_pipe && t.ns() & LOST != 0)
+            })
             .count() as u64
     }
 }
@@ -570,7 +766,7 @@ mod tests {
     fn wake(w: Wake) -> Time {
         match w {
             Wake::Service(t) => t,
-            Wake::None => panic!("no service wake"),
+            Wake::None | Wake::Arrival(_) => panic!("no service wake"),
         }
     }
 
@@ -701,6 +897,160 @@ mod tests {
             !d.take_arrival_event(Time::from_us(11_300)),
             "not the armed time"
         );
+    }
+
+    #[test]
+    fn a_fixed_direction_decides_departures_and_arrivals_at_enqueue() {
+        // 10 Mbit/s, 10 ms, two packets: 1500 B take 1.2 ms on the wire.
+        let mut d = dir(Limit::Packets(2));
+        assert!(d.make_fixed());
+        let p = |seq| Packet {
+            seq,
+            size: 1500,
+            ..Default::default()
+        };
+        // Leaves at 1.2 ms, arrives at 11.2 ms: the arrival event is armed at once.
+        assert_eq!(
+            d.enqueue(p(0), Time::ZERO),
+            Wake::Arrival(Time::from_us(11_200))
+        );
+        // Leaves at 2.4 ms; the event is armed already. A third finds two in the queue.
+        assert_eq!(d.enqueue(p(1), Time::ZERO), Wake::None);
+        assert_eq!(d.enqueue(p(2), Time::ZERO), Wake::None);
+        assert_eq!((d.queue_len(), d.stats.drops_overflow), (2, 1));
+        // At 1.2 ms the first departure comes before the enqueue: room for one, which leaves
+        // at 2.4 + 1.2 = 3.6 ms.
+        assert_eq!(d.enqueue(p(3), Time::from_us(1200)), Wake::None);
+        assert_eq!((d.queue_len(), d.stats.drops_overflow), (2, 1));
+        // A bin end at 3.6 ms comes before the departure at 3.6 ms.
+        d.depart(Time::from_us(3600), false);
+        assert_eq!((d.departures, d.queue_len()), (2, 1));
+        assert!(d.take_arrival_event(Time::from_us(11_200)));
+        assert_eq!(d.arrival_due(Time::from_us(11_200)), Ok(true));
+        assert_eq!(d.take_arrival().map(|p| p.seq), Some(0));
+        assert_eq!(
+            d.arrival_due(Time::from_us(11_200)),
+            Err(Time::from_us(12_400))
+        );
+        assert!(d.take_arrival_event(Time::from_us(12_400)));
+        assert_eq!(d.arrival_due(Time::from_us(12_400)), Ok(true));
+        assert_eq!(d.take_arrival().map(|p| p.seq), Some(1));
+        assert_eq!(
+            d.arrival_due(Time::from_us(12_400)),
+            Err(Time::from_us(13_600))
+        );
+        d.depart(Time::from_us(3600), true);
+        // Queueing delays 1.2, 2.4 and 3.6 - 1.2 = 2.4 ms.
+        assert_eq!(d.stats.queue_delay_sum, Time::from_us(6000));
+        assert_eq!(d.stats.queue_delay_max, Time::from_us(2400));
+        assert_eq!((d.stats.forwarded, d.departures, d.queue_len()), (3, 3, 0));
+        // What cannot be fixed stays with service events.
+        let mut t = dir(Limit::Packets(2));
+        t.trace = Some(Trace::new(Arc::from(vec![1u64, 2].as_slice())));
+        assert!(!t.make_fixed());
+    }
+
+    /// Drive a direction with `arrivals` (time, seq, size) through a minimal event loop (service
+    /// events when it is not fixed, arrival events); the deliveries (time, seq).
+    fn drive(d: &mut LinkDir, arrivals: &[(Time, u32, u16)]) -> Vec<(Time, u32)> {
+        let (mut next, mut service, mut armed) = (0, None::<Time>, None::<Time>);
+        let mut out = Vec::new();
+        loop {
+            let t_in = arrivals.get(next).map_or(Time::MAX, |a| a.0);
+            let (t_srv, t_arr) = (service.unwrap_or(Time::MAX), armed.unwrap_or(Time::MAX));
+            let now = t_in.min(t_srv).min(t_arr);
+            if now == Time::MAX {
+                return out;
+            }
+            if t_srv == now {
+                let (w, arm) = d.service(now);
+                service = match w {
+                    Wake::Service(t) => Some(t),
+                    _ => None,
+                };
+                armed = arm.or(armed);
+            } else if t_arr == now {
+                armed = None;
+                assert!(d.take_arrival_event(now));
+                loop {
+                    match d.arrival_due(now) {
+                        Ok(true) => out.push((now, d.take_arrival().expect("due").seq)),
+                        Ok(false) => break,
+                        Err(t) => {
+                            armed = Some(t);
+                            break;
+                        }
+                    }
+                }
+            } else {
+                let (_, seq, size) = arrivals[next];
+                next += 1;
+                let p = Packet {
+                    seq,
+                    size,
+                    ..Default::default()
+                };
+                match d.enqueue(p, now) {
+                    Wake::Service(t) => service = Some(t),
+                    Wake::Arrival(t) => armed = Some(t),
+                    Wake::None => {}
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_fixed_direction_delivers_and_counts_what_service_events_do() {
+        // Bursts of mixed sizes at odd nanoseconds (no two events at one time), a buffer that
+        // overflows and 20 % random loss: the same deliveries at the same times, the same
+        // statistics, and a departure for each service event.
+        let mut rng = Rng::from_seed(11);
+        let mut t = Time::ZERO;
+        let arrivals: Vec<(Time, u32, u16)> = (0..3000)
+            .map(|seq| {
+                t += Time::from_ns(1 + 2 * rng.below(400_000));
+                (t, seq, [52u16, 700, 1500][rng.below(3) as usize])
+            })
+            .collect();
+        let make = || {
+            LinkDir::new(
+                0,
+                10_000_000,
+                Time::from_ms(5),
+                0.2,
+                Limit::Packets(8),
+                Rng::from_seed(4),
+            )
+        };
+        let (mut evented, mut fixed) = (make(), make());
+        assert!(fixed.make_fixed());
+        let a = drive(&mut evented, &arrivals);
+        let b = drive(&mut fixed, &arrivals);
+        fixed.depart(Time::MAX, true);
+        assert!(a.len() > 1000, "{}", a.len());
+        assert_eq!(a, b);
+        let (x, y) = (&evented.stats, &fixed.stats);
+        assert!(x.drops_overflow > 100 && x.drops_random > 100, "{x:?}");
+        assert_eq!(
+            (
+                x.forwarded,
+                x.forwarded_bytes,
+                x.drops_overflow,
+                x.drops_random
+            ),
+            (
+                y.forwarded,
+                y.forwarded_bytes,
+                y.drops_overflow,
+                y.drops_random
+            )
+        );
+        assert_eq!(
+            (x.queue_delay_sum, x.queue_delay_max, x.max_queue_bytes),
+            (y.queue_delay_sum, y.queue_delay_max, y.max_queue_bytes)
+        );
+        assert_eq!(fixed.departures, x.forwarded + x.drops_random);
+        assert_eq!(fixed.queue_len(), 0);
     }
 
     #[test]

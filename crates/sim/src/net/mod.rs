@@ -249,9 +249,39 @@ impl Net {
     #[inline]
     fn enqueue(&mut self, d: u32, p: Packet) {
         let now = self.sched.now();
-        if let Wake::Service(t) = self.dirs[d as usize].enqueue(p, now) {
+        let dir = &mut self.dirs[d as usize];
+        if dir.is_fixed() {
+            if let Wake::Arrival(t) = dir.enqueue_fixed(p, now) {
+                self.sched.at(t, Event::LinkArrival { dir: d });
+            }
+        } else if let Wake::Service(t) = dir.enqueue_evented(p, now) {
             self.sched.at(t, Event::LinkService { dir: d });
         }
+    }
+
+    /// Make every link direction that can be fixed ([`LinkDir::make_fixed`]) fixed, except
+    /// the directions `dynamic` names (links with steps to come); before the run.
+    pub fn fix_dirs(&mut self, dynamic: impl Fn(u32) -> bool) {
+        for (i, d) in self.dirs.iter_mut().enumerate() {
+            if !dynamic(i as u32) {
+                d.make_fixed();
+            }
+        }
+    }
+
+    /// The fixed directions' departures up to `now` (inclusive: the end of a run, after every
+    /// event at `now`).
+    pub fn depart_all(&mut self, now: Time) {
+        for d in self.dirs.iter_mut().filter(|d| d.is_fixed()) {
+            d.depart(now, true);
+        }
+    }
+
+    /// Events of the run so far: those the queue processed and the fixed directions'
+    /// departures, each of which is a service event on a direction that is not fixed (so that
+    /// the count does not depend on how a direction is simulated).
+    pub fn events(&self) -> u64 {
+        self.sched.processed() + self.dirs.iter().map(|d| d.departures).sum::<u64>()
     }
 
     #[cold]
