@@ -138,6 +138,9 @@ pub struct LinkDir {
     fixed: bool,
     /// Fixed direction: when the server finishes the last packet enqueued.
     last_dep: Time,
+    /// Fixed direction: its loss probability and one-way delay (constant for the run).
+    fixed_loss: f64,
+    fixed_delay: Time,
     /// Fixed direction: the serialisation time of the last size served (the rate is constant;
     /// most packets of a direction have one size, and the time is a 128-bit division).
     tx_memo: (u16, Time),
@@ -203,6 +206,8 @@ impl LinkDir {
             last_arrival: Time::ZERO,
             fixed: false,
             last_dep: Time::ZERO,
+            fixed_loss: 0.0,
+            fixed_delay: Time::ZERO,
             tx_memo: (0, Time::ZERO),
             departures: 0,
             rng,
@@ -276,6 +281,8 @@ impl LinkDir {
             && self.down == 0
             && self.rate_bps > 0
             && self.packets.is_empty();
+        self.fixed_loss = self.loss + self.extra_loss - self.loss * self.extra_loss;
+        self.fixed_delay = self.base_delay + self.extra_delay;
         self.fixed
     }
 
@@ -305,10 +312,9 @@ impl LinkDir {
         }
         let dep = now.max(self.last_dep) + self.tx_memo.1;
         self.last_dep = dep;
-        let p_loss = self.loss + self.extra_loss - self.loss * self.extra_loss;
-        let lost = p_loss > 0.0 && self.rng.bernoulli(p_loss);
+        let lost = self.fixed_loss > 0.0 && self.rng.bernoulli(self.fixed_loss);
         // The delay is constant, so arrivals keep departure order (no `last_arrival` bound).
-        let at = dep + self.base_delay + self.extra_delay;
+        let at = dep + self.fixed_delay;
         if lost {
             self.packets.push_back((Time::from_ns(at.ns() | LOST), p));
             return Wake::None;
@@ -330,7 +336,7 @@ impl LinkDir {
         if !self.fixed {
             return;
         }
-        let delay = self.base_delay + self.extra_delay;
+        let delay = self.fixed_delay;
         while let Some(&(t, ref p)) = self.packets.get(self.in_pipe) {
             let lost = t.ns() & LOST != 0;
             let dep = Time::from_ns(t.ns() & !LOST) - delay;
