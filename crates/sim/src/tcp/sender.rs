@@ -167,7 +167,10 @@ pub enum Room {
 pub struct TcpSender {
     pub cfg: SenderConfig,
     pub w: Window,
-    pub cc: Box<dyn CongestionControl>,
+    cc: Box<dyn CongestionControl>,
+    /// Does `cc` pace (BBR)? Asked once: an algorithm paces always or never (see
+    /// [`CongestionControl::pacing_rate_bps`]), and unpaced ones skip the call per packet.
+    paces: bool,
     pub state: CaState,
     /// Route the data packets take.
     pub route: u32,
@@ -248,9 +251,11 @@ impl TcpSender {
     ) -> TcpSender {
         let w = Window::new(cfg.initial_window, cfg.mss);
         let rto = cfg.initial_rto;
+        let paces = cc.pacing_rate_bps().is_some();
         TcpSender {
             w,
             cc,
+            paces,
             state: CaState::Open,
             route,
             snd_una: 0,
@@ -346,6 +351,20 @@ impl TcpSender {
     pub fn lost_out(&self) -> u32 {
         self.lost_out
     }
+    /// The congestion control's pacing rate, bit/s of wire bytes; `None` when it does not pace.
+    #[inline]
+    pub fn pacing_rate_bps(&self) -> Option<u64> {
+        if self.paces {
+            self.cc.pacing_rate_bps()
+        } else {
+            None
+        }
+    }
+    /// Replace the congestion control.
+    pub fn set_cc(&mut self, cc: Box<dyn CongestionControl>) {
+        self.paces = cc.pacing_rate_bps().is_some();
+        self.cc = cc;
+    }
     pub fn wire_size(&self, len: u32) -> u32 {
         len + self.cfg.header
     }
@@ -370,7 +389,7 @@ impl TcpSender {
             self.cwnd_limited = true;
             return Room::No;
         }
-        if self.cc.pacing_rate_bps().is_some() && self.pacing_next > now {
+        if self.paces && self.pacing_next > now {
             return Room::PacedUntil(self.pacing_next);
         }
         Room::Yes
@@ -497,7 +516,7 @@ impl TcpSender {
         let (dsn, len) = (s.dsn, s.len);
         self.stats.sent_packets += 1;
         let size = len + self.cfg.header;
-        if let Some(rate) = self.cc.pacing_rate_bps() {
+        if let Some(rate) = self.pacing_rate_bps() {
             let base = self.pacing_next.max(now);
             self.pacing_next = base + Time::tx_time(size as u64, rate.max(1));
         }
@@ -1736,7 +1755,7 @@ mod tests {
             }
         }
         let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        s.cc = Box::new(Probe(log.clone()));
+        s.set_cc(Box::new(Probe(log.clone())));
         s.on_ack(&ack(10, &[], t0), Time::from_ms(100), &Coupling::NONE);
         let rs = log.lock().unwrap()[0];
         assert_eq!(rs.delivered, 10);
