@@ -449,17 +449,24 @@ impl TcpSender {
     }
 
     fn next_lost(&mut self) -> Option<u64> {
-        let mut seq = self.retx_hint.max(self.snd_una);
-        while seq < self.snd_nxt {
-            let f = self.segs[(seq - self.snd_una) as usize].flags;
-            if f & LOST != 0 && f & RETRANS == 0 {
+        // `segs[k]` is segment snd_una + k; the scan starts at the hint.
+        let start =
+            ((self.retx_hint.max(self.snd_una) - self.snd_una) as usize).min(self.segs.len());
+        match self
+            .segs
+            .range(start..)
+            .position(|s| s.flags & (LOST | RETRANS) == LOST)
+        {
+            Some(k) => {
+                let seq = self.snd_una + (start + k) as u64;
                 self.retx_hint = seq;
-                return Some(seq);
+                Some(seq)
             }
-            seq += 1;
+            None => {
+                self.retx_hint = self.snd_nxt;
+                None
+            }
         }
-        self.retx_hint = self.snd_nxt;
-        None
     }
 
     /// Send a new segment carrying data-level `dsn` of `len` bytes. The caller checked `room()`
@@ -1064,18 +1071,19 @@ impl TcpSender {
     /// reordering timer for those not yet expired.
     fn rack_detect_loss(&mut self, now: Time) -> u32 {
         let reo_wnd = self.rack_reo_wnd();
+        let (rack_xmit, rack_end_seq, rack_rtt) =
+            (self.rack_xmit, self.rack_end_seq, self.rack_rtt);
         let mut timeout = Time::ZERO;
         let mut newly = 0;
-        let mut seq = self.snd_una;
-        while seq < self.snd_nxt {
-            let idx = (seq - self.snd_una) as usize;
-            let s = self.segs[idx];
-            seq += 1;
+        // `segs[k]` is segment snd_una + k; walked by iterator (no index arithmetic per
+        // segment). `end` is the segment's end, its sequence + 1.
+        let mut end = self.snd_una;
+        for s in self.segs.iter_mut() {
+            end += 1;
             if s.flags & SACKED != 0 {
                 continue;
             }
-            let sent_before =
-                s.xmit < self.rack_xmit || (s.xmit == self.rack_xmit && seq < self.rack_end_seq);
+            let sent_before = s.xmit < rack_xmit || (s.xmit == rack_xmit && end < rack_end_seq);
             if !sent_before {
                 if s.flags & EVER_RETRANS == 0 {
                     // Sequence order equals send order for first transmissions: nothing later
@@ -1087,11 +1095,10 @@ impl TcpSender {
             if s.flags & LOST != 0 && s.flags & RETRANS == 0 {
                 continue; // already marked, awaiting retransmission
             }
-            let deadline = s.xmit + self.rack_rtt + reo_wnd;
+            let deadline = s.xmit + rack_rtt + reo_wnd;
             if deadline <= now {
                 // A lost retransmission is marked for retransmission again; lost_out counts
                 // each segment once.
-                let s = &mut self.segs[idx];
                 if s.flags & RETRANS != 0 {
                     s.flags &= !RETRANS;
                     self.retrans_out -= 1;
@@ -1102,8 +1109,8 @@ impl TcpSender {
                 s.flags |= LOST;
                 newly += 1;
                 self.lost_total += 1;
-                if seq - 1 < self.retx_hint {
-                    self.retx_hint = seq - 1;
+                if end - 1 < self.retx_hint {
+                    self.retx_hint = end - 1;
                 }
             } else {
                 timeout = timeout.max(deadline - now);
