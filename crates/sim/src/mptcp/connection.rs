@@ -752,9 +752,9 @@ impl MptcpFlow {
         }
         let s = &sf.sender;
         let mss = s.cfg.mss;
-        let pacing =
-            s.cc.pacing_rate_bps()
-                .map_or(0, |r| r * mss as u64 / (mss + s.cfg.header) as u64);
+        let pacing = s
+            .pacing_rate_bps()
+            .map_or(0, |r| r * mss as u64 / (mss + s.cfg.header) as u64);
         // Linux send path: a subflow takes data while its send buffer has room (it queues beyond
         // its cwnd); what it holds is all it has not had acknowledged plus its write queue.
         let (has_space, queued_bytes) = if self.linux.is_some() {

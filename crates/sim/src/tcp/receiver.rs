@@ -344,6 +344,12 @@ impl TcpReceiver {
     }
 
     /// RFC 2018: the block with `seq` first, then earlier blocks not covered by it.
+    ///
+    /// Every stored block is the whole run of held segments it starts (its current extent):
+    /// holding `seq` changes no run but the ones it joins, which then start inside `seq`'s run,
+    /// and in-order delivery removes runs only from below (see [`Self::prune_blocks`]). So an
+    /// earlier block either starts inside `first` (covered by it) or is reported as stored;
+    /// only `seq`'s run is walked.
     fn report_block(&mut self, seq: u64) {
         let first = self.range_of(seq);
         let mut out = [(0u64, 0u64); MAX_SACK_BLOCKS];
@@ -353,12 +359,17 @@ impl TcpReceiver {
             if n == MAX_SACK_BLOCKS {
                 break;
             }
-            let (s, _) = self.blocks[i];
+            let (s, e) = self.blocks[i];
             if s < self.rcv_nxt {
                 continue;
             }
-            // Report the block's current extent (it may have grown).
-            let cur = self.range_of(s);
+            // Report the block's current extent (it may have grown into `first`).
+            let cur = if first.0 <= s && s < first.1 {
+                first
+            } else {
+                (s, e)
+            };
+            debug_assert_eq!(cur, self.range_of(s));
             if cur.0 >= first.0 && cur.1 <= first.1 || out[..n].contains(&cur) {
                 continue;
             }
@@ -369,26 +380,22 @@ impl TcpReceiver {
         self.nblocks = n;
     }
 
-    /// Drop blocks now below rcv_nxt (and refresh the rest).
+    /// Drop blocks now below rcv_nxt. In-order delivery pops the run it completes whole and
+    /// leaves rcv_nxt's slot empty, so every block at or above rcv_nxt keeps its extent (and
+    /// its start is held): the others are kept as they are, in order.
     fn prune_blocks(&mut self) {
         if self.nblocks == 0 {
             return; // the common case: nothing was held out of order
         }
         let mut out = [(0u64, 0u64); MAX_SACK_BLOCKS];
         let mut n = 0;
-        for i in 0..self.nblocks {
-            let (s, _) = self.blocks[i];
-            if s < self.rcv_nxt
-                || (s - self.rcv_nxt) as usize >= self.ooo.len()
-                || self.ooo[(s - self.rcv_nxt) as usize].is_none()
-            {
+        for &(s, e) in &self.blocks[..self.nblocks] {
+            if s < self.rcv_nxt {
                 continue;
             }
-            let cur = self.range_of(s);
-            if !out[..n].contains(&cur) {
-                out[n] = cur;
-                n += 1;
-            }
+            debug_assert_eq!((s, e), self.range_of(s));
+            out[n] = (s, e);
+            n += 1;
         }
         self.blocks = out;
         self.nblocks = n;
@@ -493,6 +500,56 @@ mod tests {
         );
         assert_eq!(a.sack_blocks(), &[(6, 7)]);
         assert_eq!(got, vec![0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn blocks_grow_join_and_drop() {
+        // Runs grow into the newest block and join; earlier blocks keep their extent; delivery
+        // drops the runs it completes. Expected lists by hand (RFC 2018 section 4).
+        let mut r = rx(true);
+        r.on_data(&seg(0, 0), Time::ZERO, &mut |_, _, _| {});
+        let steps: [(u64, &[(u32, u32)]); 8] = [
+            (2, &[(2, 3)]),
+            (5, &[(5, 6), (2, 3)]),
+            (7, &[(7, 8), (5, 6), (2, 3)]),
+            (3, &[(2, 4), (7, 8), (5, 6)]),
+            (6, &[(5, 8), (2, 4)]),
+            (4, &[(2, 8)]),
+            (10, &[(10, 11), (2, 8)]),
+            (1, &[(10, 11)]),
+        ];
+        for (s, want) in steps {
+            r.on_data(&seg(s, 0), Time::ZERO, &mut |_, _, _| {});
+            assert_eq!(r.build_ack(0).sack_blocks(), want, "after segment {s}");
+        }
+        assert_eq!(r.rcv_nxt(), 8);
+    }
+
+    #[test]
+    fn blocks_are_whole_runs_under_scrambled_arrivals() {
+        // Every reported block is a whole run of held segments above rcv_nxt (what
+        // report_block and prune_blocks rely on instead of rescanning), whatever the order.
+        let mut r = rx(true);
+        let mut x = 12345u64;
+        for _ in 0..2000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let s = r.rcv_nxt() + (x >> 33) % 12;
+            r.on_data(&seg(s, 0), Time::ZERO, &mut |_, _, _| {});
+            let a = r.build_ack(0);
+            for &(lo, hi) in a.sack_blocks() {
+                let (lo, hi) = (lo as u64, hi as u64);
+                assert!(lo > r.rcv_nxt() && lo < hi);
+                let held = |q: u64| {
+                    q >= r.rcv_nxt()
+                        && r.ooo
+                            .get((q - r.rcv_nxt()) as usize)
+                            .is_some_and(|x| x.is_some())
+                };
+                assert!((lo..hi).all(held) && !held(lo - 1) && !held(hi));
+            }
+        }
     }
 
     #[test]

@@ -167,7 +167,10 @@ pub enum Room {
 pub struct TcpSender {
     pub cfg: SenderConfig,
     pub w: Window,
-    pub cc: Box<dyn CongestionControl>,
+    cc: Box<dyn CongestionControl>,
+    /// Does `cc` pace (BBR)? Asked once: an algorithm paces always or never (see
+    /// [`CongestionControl::pacing_rate_bps`]), and unpaced ones skip the call per packet.
+    paces: bool,
     pub state: CaState,
     /// Route the data packets take.
     pub route: u32,
@@ -248,9 +251,11 @@ impl TcpSender {
     ) -> TcpSender {
         let w = Window::new(cfg.initial_window, cfg.mss);
         let rto = cfg.initial_rto;
+        let paces = cc.pacing_rate_bps().is_some();
         TcpSender {
             w,
             cc,
+            paces,
             state: CaState::Open,
             route,
             snd_una: 0,
@@ -346,6 +351,20 @@ impl TcpSender {
     pub fn lost_out(&self) -> u32 {
         self.lost_out
     }
+    /// The congestion control's pacing rate, bit/s of wire bytes; `None` when it does not pace.
+    #[inline]
+    pub fn pacing_rate_bps(&self) -> Option<u64> {
+        if self.paces {
+            self.cc.pacing_rate_bps()
+        } else {
+            None
+        }
+    }
+    /// Replace the congestion control.
+    pub fn set_cc(&mut self, cc: Box<dyn CongestionControl>) {
+        self.paces = cc.pacing_rate_bps().is_some();
+        self.cc = cc;
+    }
     pub fn wire_size(&self, len: u32) -> u32 {
         len + self.cfg.header
     }
@@ -370,7 +389,7 @@ impl TcpSender {
             self.cwnd_limited = true;
             return Room::No;
         }
-        if self.cc.pacing_rate_bps().is_some() && self.pacing_next > now {
+        if self.paces && self.pacing_next > now {
             return Room::PacedUntil(self.pacing_next);
         }
         Room::Yes
@@ -430,17 +449,24 @@ impl TcpSender {
     }
 
     fn next_lost(&mut self) -> Option<u64> {
-        let mut seq = self.retx_hint.max(self.snd_una);
-        while seq < self.snd_nxt {
-            let f = self.segs[(seq - self.snd_una) as usize].flags;
-            if f & LOST != 0 && f & RETRANS == 0 {
+        // `segs[k]` is segment snd_una + k; the scan starts at the hint.
+        let start =
+            ((self.retx_hint.max(self.snd_una) - self.snd_una) as usize).min(self.segs.len());
+        match self
+            .segs
+            .range(start..)
+            .position(|s| s.flags & (LOST | RETRANS) == LOST)
+        {
+            Some(k) => {
+                let seq = self.snd_una + (start + k) as u64;
                 self.retx_hint = seq;
-                return Some(seq);
+                Some(seq)
             }
-            seq += 1;
+            None => {
+                self.retx_hint = self.snd_nxt;
+                None
+            }
         }
-        self.retx_hint = self.snd_nxt;
-        None
     }
 
     /// Send a new segment carrying data-level `dsn` of `len` bytes. The caller checked `room()`
@@ -497,7 +523,7 @@ impl TcpSender {
         let (dsn, len) = (s.dsn, s.len);
         self.stats.sent_packets += 1;
         let size = len + self.cfg.header;
-        if let Some(rate) = self.cc.pacing_rate_bps() {
+        if let Some(rate) = self.pacing_rate_bps() {
             let base = self.pacing_next.max(now);
             self.pacing_next = base + Time::tx_time(size as u64, rate.max(1));
         }
@@ -1045,18 +1071,19 @@ impl TcpSender {
     /// reordering timer for those not yet expired.
     fn rack_detect_loss(&mut self, now: Time) -> u32 {
         let reo_wnd = self.rack_reo_wnd();
+        let (rack_xmit, rack_end_seq, rack_rtt) =
+            (self.rack_xmit, self.rack_end_seq, self.rack_rtt);
         let mut timeout = Time::ZERO;
         let mut newly = 0;
-        let mut seq = self.snd_una;
-        while seq < self.snd_nxt {
-            let idx = (seq - self.snd_una) as usize;
-            let s = self.segs[idx];
-            seq += 1;
+        // `segs[k]` is segment snd_una + k; walked by iterator (no index arithmetic per
+        // segment). `end` is the segment's end, its sequence + 1.
+        let mut end = self.snd_una;
+        for s in self.segs.iter_mut() {
+            end += 1;
             if s.flags & SACKED != 0 {
                 continue;
             }
-            let sent_before =
-                s.xmit < self.rack_xmit || (s.xmit == self.rack_xmit && seq < self.rack_end_seq);
+            let sent_before = s.xmit < rack_xmit || (s.xmit == rack_xmit && end < rack_end_seq);
             if !sent_before {
                 if s.flags & EVER_RETRANS == 0 {
                     // Sequence order equals send order for first transmissions: nothing later
@@ -1068,11 +1095,10 @@ impl TcpSender {
             if s.flags & LOST != 0 && s.flags & RETRANS == 0 {
                 continue; // already marked, awaiting retransmission
             }
-            let deadline = s.xmit + self.rack_rtt + reo_wnd;
+            let deadline = s.xmit + rack_rtt + reo_wnd;
             if deadline <= now {
                 // A lost retransmission is marked for retransmission again; lost_out counts
                 // each segment once.
-                let s = &mut self.segs[idx];
                 if s.flags & RETRANS != 0 {
                     s.flags &= !RETRANS;
                     self.retrans_out -= 1;
@@ -1083,8 +1109,8 @@ impl TcpSender {
                 s.flags |= LOST;
                 newly += 1;
                 self.lost_total += 1;
-                if seq - 1 < self.retx_hint {
-                    self.retx_hint = seq - 1;
+                if end - 1 < self.retx_hint {
+                    self.retx_hint = end - 1;
                 }
             } else {
                 timeout = timeout.max(deadline - now);
@@ -1736,7 +1762,7 @@ mod tests {
             }
         }
         let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        s.cc = Box::new(Probe(log.clone()));
+        s.set_cc(Box::new(Probe(log.clone())));
         s.on_ack(&ack(10, &[], t0), Time::from_ms(100), &Coupling::NONE);
         let rs = log.lock().unwrap()[0];
         assert_eq!(rs.delivered, 10);

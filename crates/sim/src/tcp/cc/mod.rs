@@ -228,7 +228,8 @@ pub trait CongestionControl: Send {
         w.cwnd
     }
 
-    /// Pacing rate in bit/s of wire bytes, if the algorithm paces (BBR); `None` = unpaced.
+    /// Pacing rate in bit/s of wire bytes, if the algorithm paces (BBR); `None` = unpaced. An
+    /// algorithm paces always or never: the sender asks once whether it does.
     fn pacing_rate_bps(&self) -> Option<u64> {
         None
     }
