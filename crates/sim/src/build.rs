@@ -78,13 +78,13 @@ pub(crate) fn world(r: &Resolved) -> Result<World, SimError> {
     }
     let mut net = b.net;
     // Links with no step to come: their directions' departures follow from their rate.
-    let dynamic: Vec<u32> = b
-        .links
-        .iter()
-        .filter(|l| l.next_step < l.steps.len())
-        .flat_map(|l| [l.fwd, l.rev])
-        .collect();
-    net.fix_dirs(|d| dynamic.contains(&d));
+    let mut dynamic = vec![false; net.dirs.len()];
+    for l in b.links.iter().filter(|l| l.next_step < l.steps.len()) {
+        for d in [l.fwd, l.rev] {
+            dynamic[d as usize] = true;
+        }
+    }
+    net.fix_dirs(|d| dynamic[d as usize]);
     if nbins > 0 {
         net.sched.at(bin.min(end), Event::Sample);
     }
