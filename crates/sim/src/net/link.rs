@@ -557,27 +557,25 @@ impl LinkDir {
     /// [`LinkDir::arrival_due`] on a fixed direction.
     #[inline(always)]
     fn arrival_due_fixed(&mut self, now: Time) -> Result<bool, Time> {
-        {
-            // A lost packet's time has the `LOST` bit: never due, never the head's arrival.
-            match self.packets.front() {
-                Some(&(t, _)) if t.ns() & LOST == 0 => {
-                    if t <= now {
-                        // It has departed (its departure is `delay` before); the departures'
-                        // bookkeeping is lazy, done when something needs it.
-                        if self.in_pipe == 0 {
-                            self.depart(now, true);
-                        }
-                        Ok(true)
-                    } else if self.arrival_armed.is_some() {
-                        Ok(false)
-                    } else {
-                        self.arrival_armed = Some(t);
-                        Err(t)
+        // A lost packet's time has the `LOST` bit: never due, never the head's arrival.
+        match self.packets.front() {
+            Some(&(t, _)) if t.ns() & LOST == 0 => {
+                if t <= now {
+                    // It has departed (its departure is `delay` before); the departures'
+                    // bookkeeping is lazy, done when something needs it.
+                    if self.in_pipe == 0 {
+                        self.depart(now, true);
                     }
+                    Ok(true)
+                } else if self.arrival_armed.is_some() {
+                    Ok(false)
+                } else {
+                    self.arrival_armed = Some(t);
+                    Err(t)
                 }
-                Some(_) => self.arrival_due_lost(now),
-                None => Ok(false),
             }
+            Some(_) => self.arrival_due_lost(now),
+            None => Ok(false),
         }
     }
 
@@ -931,20 +929,14 @@ mod tests {
         // A bin end at 3.6 ms comes before the departure at 3.6 ms.
         d.depart(Time::from_us(3600), false);
         assert_eq!((d.departures, d.queue_len()), (2, 1));
-        assert!(d.take_arrival_event(Time::from_us(11_200)));
-        assert_eq!(d.arrival_due(Time::from_us(11_200)), Ok(true));
-        assert_eq!(d.take_arrival().map(|p| p.seq), Some(0));
-        assert_eq!(
-            d.arrival_due(Time::from_us(11_200)),
-            Err(Time::from_us(12_400))
-        );
-        assert!(d.take_arrival_event(Time::from_us(12_400)));
-        assert_eq!(d.arrival_due(Time::from_us(12_400)), Ok(true));
-        assert_eq!(d.take_arrival().map(|p| p.seq), Some(1));
-        assert_eq!(
-            d.arrival_due(Time::from_us(12_400)),
-            Err(Time::from_us(13_600))
-        );
+        // Each arrival event delivers its packet and arms the next packet's arrival.
+        for (at_us, seq, next_us) in [(11_200, 0, 12_400), (12_400, 1, 13_600)] {
+            let at = Time::from_us(at_us);
+            assert!(d.take_arrival_event(at));
+            assert_eq!(d.arrival_due(at), Ok(true));
+            assert_eq!(d.take_arrival().map(|p| p.seq), Some(seq));
+            assert_eq!(d.arrival_due(at), Err(Time::from_us(next_us)));
+        }
         d.depart(Time::from_us(3600), true);
         // Queueing delays 1.2, 2.4 and 3.6 - 1.2 = 2.4 ms.
         assert_eq!(d.stats.queue_delay_sum, Time::from_us(6000));

@@ -249,6 +249,8 @@ impl Net {
     #[inline]
     fn enqueue(&mut self, d: u32, p: Packet) {
         let now = self.sched.now();
+        // `LinkDir::enqueue`'s dispatch written out, each kind scheduling its own event: one
+        // three-way match on the returned `Wake` cost the BOND bench case 0.15 % by layout.
         let dir = &mut self.dirs[d as usize];
         if dir.is_fixed() {
             if let Wake::Arrival(t) = dir.enqueue_fixed(p, now) {
