@@ -782,7 +782,7 @@ impl TcpSender {
                     let idx = (seq - self.snd_una) as usize;
                     let s = self.segs[idx];
                     if s.flags & SACKED == 0 {
-                        self.mark_delivered(idx, now, &mut rs, &mut rs_prior_time);
+                        self.mark_delivered(&s, now, &mut rs, &mut rs_prior_time);
                         let s2 = &mut self.segs[idx];
                         s2.flags |= SACKED;
                         self.sacked_out += 1;
@@ -810,10 +810,15 @@ impl TcpSender {
         let mut dupack = false;
         if cum > self.snd_una {
             outcome.advanced = true;
+            // `segs[0]` is segment snd_una: each one acknowledged leaves the queue first.
             while self.snd_una < cum {
-                let s = self.segs[0];
+                let Some(s) = self.segs.pop_front() else {
+                    break;
+                };
+                let seq = self.snd_una;
+                self.snd_una += 1;
                 if s.flags & SACKED == 0 {
-                    self.mark_delivered(0, now, &mut rs, &mut rs_prior_time);
+                    self.mark_delivered(&s, now, &mut rs, &mut rs_prior_time);
                     newly += 1;
                     if s.flags & LOST != 0 {
                         self.lost_out -= 1;
@@ -824,13 +829,11 @@ impl TcpSender {
                     if s.flags & EVER_RETRANS == 0 && seq_rtt.is_none() {
                         seq_rtt = Some(now - s.xmit);
                     }
-                    self.rack_advance(s.xmit, self.snd_una + 1, s.flags & EVER_RETRANS != 0, now);
-                    self.note_reordering(self.snd_una, s.flags);
+                    self.rack_advance(s.xmit, seq + 1, s.flags & EVER_RETRANS != 0, now);
+                    self.note_reordering(seq, s.flags);
                 } else {
                     self.sacked_out -= 1;
                 }
-                self.segs.pop_front();
-                self.snd_una += 1;
             }
             if !self.cfg.sack && self.state == CaState::Recovery {
                 // NewReno: a partial ACK removes the emulated SACKs it covers (tcp_remove_reno_sacks).
@@ -987,15 +990,14 @@ impl TcpSender {
         outcome
     }
 
-    /// tcp_rate_skb_delivered for the segment at `idx`.
+    /// tcp_rate_skb_delivered for segment `s`, newly delivered.
     fn mark_delivered(
         &mut self,
-        idx: usize,
+        s: &Seg,
         now: Time,
         rs: &mut RateSample,
         prior_time: &mut Option<Time>,
     ) {
-        let s = self.segs[idx];
         self.delivered += 1;
         self.delivered_time = now;
         if prior_time.is_none() || s.delivered >= rs.prior_delivered {
