@@ -232,16 +232,30 @@ impl LinkDir {
     /// on a fixed direction, the pipe's arrival event, if none is armed).
     #[inline(always)]
     pub fn enqueue(&mut self, p: Packet, now: Time) -> Wake {
+        let hop = p.hop;
         if self.fixed {
-            self.enqueue_fixed(p, now)
+            self.enqueue_fixed(p, now, hop)
         } else {
-            self.enqueue_evented(p, now)
+            self.enqueue_evented(p, now, hop)
+        }
+    }
+
+    /// The packet just queued (the queue's tail) gets its position on its route and its
+    /// enqueue time. They are written into the queue's copy, after it is made: a field written
+    /// into the packet just before the copy would make the copy's wide loads wait for that
+    /// narrow store (no store-to-load forwarding), which cost the sending path about a tenth of
+    /// its wall time (docs/performance.md).
+    #[inline(always)]
+    fn stamp_tail(&mut self, hop: u16, now: Time) {
+        if let Some((_, q)) = self.packets.back_mut() {
+            q.hop = hop;
+            q.enq = now;
         }
     }
 
     /// [`LinkDir::enqueue`] on a direction with service events.
     #[inline(never)]
-    pub fn enqueue_evented(&mut self, mut p: Packet, now: Time) -> Wake {
+    pub fn enqueue_evented(&mut self, p: Packet, now: Time, hop: u16) -> Wake {
         if self.down > 0 {
             self.log_outage_arrival(now);
             if self.outage_drops {
@@ -253,10 +267,10 @@ impl LinkDir {
             self.stats.drops_overflow += 1;
             return Wake::None;
         }
-        p.enq = now;
         self.queued_bytes += p.size as u64;
         self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queued_bytes);
         self.packets.push_back((Time::ZERO, p));
+        self.stamp_tail(hop, now);
         if let Some(a) = &mut self.awake {
             a.packet(now);
         }
@@ -297,14 +311,13 @@ impl LinkDir {
     /// the packet's departure, its random loss (drawn in departure order, as at the server) and
     /// its arrival are decided now.
     #[inline(never)]
-    pub fn enqueue_fixed(&mut self, mut p: Packet, now: Time) -> Wake {
+    pub fn enqueue_fixed(&mut self, p: Packet, now: Time, hop: u16) -> Wake {
         self.depart(now, true);
         let size = u64::from(p.size);
         if !self.fits(size as u32) {
             self.stats.drops_overflow += 1;
             return Wake::None;
         }
-        p.enq = now;
         self.queued_bytes += size;
         self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queued_bytes);
         if self.tx_memo.0 != p.size {
@@ -317,9 +330,11 @@ impl LinkDir {
         let at = dep + self.fixed_delay;
         if lost {
             self.packets.push_back((Time::from_ns(at.ns() | LOST), p));
+            self.stamp_tail(hop, now);
             return Wake::None;
         }
         self.packets.push_back((at, p));
+        self.stamp_tail(hop, now);
         if self.arrival_armed.is_none() {
             self.arrival_armed = Some(at);
             Wake::Arrival(at)
