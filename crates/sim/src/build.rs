@@ -423,13 +423,7 @@ impl Builder<'_> {
         let ids: Vec<&str> = plan.links.iter().map(|&li| self.r.links[li].id()).collect();
         let h = flow_handoffs(plan, &ids, tcp_fs, &t.tcp, routes, self.nbins);
         for (k, (t, _)) in h.steps.iter().enumerate() {
-            self.net.sched.at(
-                *t,
-                Event::FlowControl {
-                    flow: fi as u32,
-                    idx: k as u32,
-                },
-            );
+            self.net.sched.at_control(*t, fi as u32, k as u32);
         }
         flow.handoffs = Some(Box::new(h));
         Flow::Tcp(Box::new(flow))
@@ -601,13 +595,7 @@ impl Builder<'_> {
             .map(|pc| pc.t)
             .chain(flow.unplugs.iter().map(|u| u.0));
         for (k, t) in controls.chain(flow.wakes.iter().copied()).enumerate() {
-            self.net.sched.at(
-                t,
-                Event::FlowControl {
-                    flow: fi as u32,
-                    idx: k as u32,
-                },
-            );
+            self.net.sched.at_control(t, fi as u32, k as u32);
         }
         Ok(Box::new(flow))
     }

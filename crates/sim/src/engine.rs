@@ -7,8 +7,6 @@
 //! finds nothing due simply re-arms, so restarting a timer on every ACK costs no event.
 
 use railpath_core::Time;
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 
 /// What to wake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,8 +21,10 @@ pub enum Event {
     FlowStart { flow: u32 },
     /// A flow endpoint's timers (RTO, TLP, RACK, pacing, delayed ACK).
     Timer { flow: u32, sub: u16, side: u8 },
-    /// Scripted control of a flow (e.g. an MP_PRIO change) by index into the flow's script.
-    FlowControl { flow: u32, idx: u32 },
+    /// Scripted control of a flow (e.g. an MP_PRIO change): `ctl` numbers a (flow, index into
+    /// the flow's script) pair the scheduler keeps ([`Scheduler::at_control`],
+    /// [`Scheduler::control`]), so that every event fits in 8 bytes and travels in a register.
+    FlowControl { ctl: u32 },
     /// A bond's link monitoring check (Linux bonding `miimon`).
     BondCheck { bond: u32 },
     /// A load balancer's tracking sees a link go down (after its detection delay).
@@ -42,47 +42,36 @@ struct Entry {
     ev: Event,
 }
 
-impl PartialEq for Entry {
-    fn eq(&self, o: &Self) -> bool {
-        self.key == o.key
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Entry {
-    // Reversed: BinaryHeap is a max-heap, we want the smallest key on top.
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.key.cmp(&self.key)
-    }
-}
-
 const CLASS_BIT: u64 = 1 << 63;
 
 /// The event queue and the simulated clock.
 ///
+/// A binary min-heap on the entries' keys (J. W. J. Williams, "Algorithm 232: Heapsort", CACM 7(6),
+/// 1964; Knuth, TAOCP vol. 3, 5.2.3), written out rather than `std::collections::BinaryHeap`: an
+/// entry being placed stays in registers until its slot is found (the hole method), where
+/// `BinaryHeap`'s in-place replacement of the top writes the entry and then reads it back with wide
+/// loads, which wait for the narrow stores (no store-to-load forwarding; docs/performance.md).
 /// Handling an event usually schedules another (a link's next service, the next pipe arrival),
 /// so a popped event stays in the heap while it is handled: the first event scheduled then takes
 /// its place with one sift down, instead of a pop's sift and a push's sift up. The order of events
 /// is that of their keys whatever the heap's internal layout (keys are unique).
 #[derive(Debug, Default)]
 pub struct Scheduler {
-    heap: BinaryHeap<Entry>,
+    heap: Vec<Entry>,
     /// The heap's top is the event last returned by `pop`, already handled or being handled: the
     /// next `at` overwrites it, the next `pop` removes it first.
     popped_top: bool,
     seq: u64,
     now: Time,
     processed: u64,
+    /// The (flow, script index) of each `FlowControl` scheduled, by its `ctl`.
+    controls: Vec<(u32, u32)>,
 }
 
 impl Scheduler {
     pub fn new() -> Scheduler {
         Scheduler {
-            heap: BinaryHeap::with_capacity(1024),
+            heap: Vec::with_capacity(1024),
             ..Default::default()
         }
     }
@@ -110,14 +99,22 @@ impl Scheduler {
             ev,
         };
         if self.popped_top {
+            // The top is handled: the new entry takes its place.
             self.popped_top = false;
-            if let Some(mut top) = self.heap.peek_mut() {
-                // Replaced in place; the heap is restored (sift down) when `top` is dropped.
-                *top = entry;
-                return;
-            }
+            self.sift_down_from_top(entry);
+        } else {
+            self.push(entry);
         }
-        self.heap.push(entry);
+    }
+    /// Schedule control `idx` of flow `flow` (`Event::FlowControl`) at `time`.
+    pub fn at_control(&mut self, time: Time, flow: u32, idx: u32) {
+        let ctl = u32::try_from(self.controls.len()).expect("fewer than 2^32 scripted controls");
+        self.controls.push((flow, idx));
+        self.at(time, Event::FlowControl { ctl });
+    }
+    /// The (flow, script index) of a `FlowControl` event's `ctl`.
+    pub fn control(&self, ctl: u32) -> (u32, u32) {
+        self.controls[ctl as usize]
     }
     /// Schedule `ev` after `delay`.
     #[inline]
@@ -130,9 +127,9 @@ impl Scheduler {
     pub fn pop(&mut self, until: Time) -> Option<Event> {
         if self.popped_top {
             self.popped_top = false;
-            self.heap.pop();
+            self.remove_top();
         }
-        let top = self.heap.peek()?;
+        let top = self.heap.first()?;
         if (top.key >> 64) as u64 > until.ns() {
             return None;
         }
@@ -146,6 +143,58 @@ impl Scheduler {
     pub fn advance_to(&mut self, t: Time) {
         if t > self.now {
             self.now = t;
+        }
+    }
+
+    /// Add `e` at the bottom and move it up past every parent with a larger key.
+    #[inline]
+    fn push(&mut self, e: Entry) {
+        let mut hole = self.heap.len();
+        self.heap.push(e);
+        while hole > 0 {
+            let parent = (hole - 1) / 2;
+            if self.heap[parent].key <= e.key {
+                break;
+            }
+            self.heap[hole] = self.heap[parent];
+            hole = parent;
+        }
+        self.heap[hole] = e;
+    }
+
+    /// Put `e` in the top's place and move it down past every smaller child (the heap is not
+    /// empty: `popped_top` holds its top).
+    #[inline]
+    fn sift_down_from_top(&mut self, e: Entry) {
+        let heap = &mut self.heap[..];
+        let len = heap.len();
+        let mut hole = 0;
+        loop {
+            let mut child = 2 * hole + 1;
+            if child >= len {
+                break;
+            }
+            if child + 1 < len && heap[child + 1].key < heap[child].key {
+                child += 1;
+            }
+            if heap[child].key >= e.key {
+                break;
+            }
+            heap[hole] = heap[child];
+            hole = child;
+        }
+        if let Some(slot) = heap.get_mut(hole) {
+            *slot = e;
+        }
+    }
+
+    /// Remove the top: the last entry takes its place.
+    #[inline]
+    fn remove_top(&mut self) {
+        if let Some(last) = self.heap.pop() {
+            if !self.heap.is_empty() {
+                self.sift_down_from_top(last);
+            }
         }
     }
 }
@@ -217,6 +266,30 @@ mod tests {
             assert!(w[0] < w[1], "out of order: {w:?}");
         }
         assert_eq!(s.pending(), 0);
+    }
+
+    #[test]
+    fn an_event_fits_in_a_register() {
+        // Passed by value in one register, not through memory (docs/performance.md).
+        assert_eq!(std::mem::size_of::<Event>(), 8);
+    }
+
+    #[test]
+    fn controls_come_back_with_their_flow_and_index() {
+        let mut s = Scheduler::new();
+        s.at_control(Time::from_ms(2), 7, u32::MAX);
+        s.at_control(Time::from_ms(1), 3, 5);
+        s.at(Time::from_ms(1), Event::FlowStart { flow: 9 });
+        let mut got = Vec::new();
+        while let Some(ev) = s.pop(Time::MAX) {
+            got.push(match ev {
+                Event::FlowControl { ctl } => s.control(ctl),
+                Event::FlowStart { flow } => (flow, 0),
+                other => unreachable!("{other:?}"),
+            });
+        }
+        // By time, then insertion order; the largest index (a car's reconnection) intact.
+        assert_eq!(got, vec![(3, 5), (9, 0), (7, u32::MAX)]);
     }
 
     #[test]

@@ -112,7 +112,8 @@ impl World {
                     self.flows[flow as usize].start(&mut self.net)
                 }
                 Event::BalancerCheck { balancer } => self.balancer_check(balancer as usize),
-                Event::FlowControl { flow, idx } => {
+                Event::FlowControl { ctl } => {
+                    let (flow, idx) = self.net.sched.control(ctl);
                     self.flows[flow as usize].control(idx, &mut self.net)
                 }
                 Event::LinkStep { link } => self.link_step(link as usize),
@@ -202,13 +203,9 @@ impl World {
             bal.order += 1;
             if let Flow::Balanced(c) = &mut self.flows[fi] {
                 if let Some(t) = c.fail_over(j, now, &mut self.net) {
-                    self.net.sched.at(
-                        t,
-                        Event::FlowControl {
-                            flow: fi as u32,
-                            idx: crate::flows::cars::RECONNECTED,
-                        },
-                    );
+                    self.net
+                        .sched
+                        .at_control(t, fi as u32, crate::flows::cars::RECONNECTED);
                 }
             }
         }

@@ -77,7 +77,7 @@ impl Harness {
         let controls = flow.prio_script.iter().map(|pc| pc.t);
         for (k, t) in controls.chain(flow.wakes.iter().copied()).enumerate() {
             let idx = k as u32;
-            net.sched.at(t, Event::FlowControl { flow: 0, idx });
+            net.sched.at_control(t, 0, idx);
         }
         Harness { net, flow }
     }
@@ -98,7 +98,10 @@ impl Harness {
         while let Some(ev) = self.net.sched.pop(t) {
             match ev {
                 Event::Timer { sub, side, .. } => self.flow.on_timer(sub, side, &mut self.net),
-                Event::FlowControl { idx, .. } => self.flow.control(idx, &mut self.net),
+                Event::FlowControl { ctl } => {
+                    let (_, idx) = self.net.sched.control(ctl);
+                    self.flow.control(idx, &mut self.net)
+                }
                 other => panic!("the harness has no links or samples: {other:?}"),
             }
         }
