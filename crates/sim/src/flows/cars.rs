@@ -406,6 +406,17 @@ impl RelayFlow {
     /// The proxy reads from the server's side into its buffer while the buffer has room, and
     /// the passenger's connection takes what its windows allow; until neither moves.
     fn read(&mut self, net: &mut Net) {
+        self.held = self.down_fed();
+        let fits =
+            matches!(self.unread.front(), Some(&(_, len)) if self.held + len as u64 <= self.buffer);
+        if !fits {
+            // Nothing to read (most calls: an ACK from the car, data still out of order): what
+            // the loop below leaves when nothing moves, without the windows it would compute
+            // for a window update that only a read can trigger.
+            self.stats.max_held = self.stats.max_held.max(self.held);
+            self.set_app_read();
+            return;
+        }
         let clamp = self.up_window() + self.unread_bytes;
         let mut read_any = false;
         loop {
@@ -432,10 +443,7 @@ impl RelayFlow {
             read_any = true;
             self.down.push(net);
         }
-        match &mut self.up {
-            Up::Mptcp(m) => m.app_read = Some(self.read_total),
-            Up::Tcp(t) => t.app_read = Some(self.read_total),
-        }
+        self.set_app_read();
         // Linux tcp_cleanup_rbuf(): after a read, a window update when what is left of the
         // window last advertised is at most half the buffer and the window now is at least
         // twice that.
@@ -450,6 +458,14 @@ impl RelayFlow {
                 Up::Mptcp(m) => m.window_update(net),
                 Up::Tcp(t) => t.emit_ack(net),
             }
+        }
+    }
+
+    /// The server side's receiver learns what the proxy has read.
+    fn set_app_read(&mut self) {
+        match &mut self.up {
+            Up::Mptcp(m) => m.app_read = Some(self.read_total),
+            Up::Tcp(t) => t.app_read = Some(self.read_total),
         }
     }
 
