@@ -140,6 +140,9 @@ pub(crate) struct MptcpFlow {
     learns: bool,
     /// The scheduler sends every segment on every subflow (`Scheduler::redundant`).
     redundant: bool,
+    /// The scheduler reads only the light part of the snapshot (`Scheduler::light_snapshot`)
+    /// and wants no feedback: the rest of each entry is left at its default.
+    light: bool,
     /// Coupled congestion control (else no sibling views are built per ACK).
     coupled: bool,
     reinject_rule: Reinject,
@@ -476,6 +479,7 @@ impl MptcpFlow {
             subflows,
             learns: scheduler.wants_feedback(),
             redundant: scheduler.redundant(),
+            light: scheduler.light_snapshot() && !scheduler.wants_feedback(),
             scheduler,
             coupled: f.cc.coupled(),
             reinject_rule,
@@ -706,7 +710,15 @@ impl MptcpFlow {
         if !self.infos.iter().any(|i| i.usable && i.has_space) {
             return None;
         }
-        let conn = self.conn_info(now);
+        let conn = if self.light {
+            ConnInfo {
+                now,
+                mss: self.mss,
+                ..ConnInfo::default()
+            }
+        } else {
+            self.conn_info(now)
+        };
         let Decision::Send(i) = self.scheduler.pick(&self.infos, &conn) else {
             return None;
         };
@@ -751,6 +763,17 @@ impl MptcpFlow {
             sf.pace_wait = Some(t);
         }
         let s = &sf.sender;
+        if self.light && self.linux.is_none() {
+            // What a light scheduler reads (`sched::light_info`), the rest left at its default.
+            return SubflowInfo {
+                id: i,
+                srtt: s.srtt(),
+                backup: sf.backup,
+                usable: !sf.failed && !sf.stale,
+                has_space: room == Room::Yes && s.sndbuf_allows_new(),
+                ..SubflowInfo::default()
+            };
+        }
         let mss = s.cfg.mss;
         let pacing = s
             .pacing_rate_bps()
