@@ -229,6 +229,57 @@ fn linux_memory(sf: &Subflow, pacing_bps: u64) -> (bool, u64) {
     (wmem < sf.sndbuf, wmem)
 }
 
+/// The scheduler's view of subflow `sf` (index `i`) now: light (only what a light scheduler
+/// reads, `sched::light_info`) or full; `linux`: the Linux send path's space rule.
+#[inline(always)]
+fn info(sf: &mut Subflow, i: usize, now: Time, light: bool, linux: bool) -> SubflowInfo {
+    let room = sf.sender.room(now);
+    if let Room::PacedUntil(t) = room {
+        sf.pace_wait = Some(t);
+    }
+    let s = &sf.sender;
+    if light && !linux {
+        return SubflowInfo {
+            id: i,
+            srtt: s.srtt(),
+            backup: sf.backup,
+            usable: !sf.failed && !sf.stale,
+            has_space: room == Room::Yes && s.sndbuf_allows_new(),
+            ..SubflowInfo::default()
+        };
+    }
+    let mss = s.cfg.mss;
+    let pacing = s
+        .pacing_rate_bps()
+        .map_or(0, |r| r * mss as u64 / (mss + s.cfg.header) as u64);
+    // Linux send path: a subflow takes data while its send buffer has room (it queues beyond
+    // its cwnd); what it holds is all it has not had acknowledged plus its write queue.
+    let (has_space, queued_bytes) = if linux {
+        linux_memory(sf, pacing)
+    } else {
+        (
+            room == Room::Yes && s.sndbuf_allows_new(),
+            s.in_flight() as u64 * mss as u64,
+        )
+    };
+    SubflowInfo {
+        id: i,
+        srtt: s.srtt(),
+        rttvar: s.rttvar(),
+        min_rtt: s.min_rtt(),
+        cwnd: s.cwnd(),
+        in_flight: s.in_flight(),
+        mss,
+        backup: sf.backup,
+        usable: !sf.failed && !sf.stale,
+        has_space,
+        pacing_rate_bps: pacing,
+        queued_bytes,
+        retransmissions: s.stats.retransmitted_packets,
+        rto_count: s.stats.rto_count,
+    }
+}
+
 /// State of the upstream Linux send path (`reinject = "linux"`, see `super::linux`).
 struct LinuxSend {
     /// The MPTCP-level retransmit timer's deadline, and the wake-up armed for it.
@@ -744,68 +795,31 @@ impl MptcpFlow {
         }
     }
 
-    /// Rebuild the scheduler's snapshot of every subflow.
+    /// Rebuild the scheduler's snapshot of every subflow, in place.
     #[inline(always)]
     fn snapshot(&mut self, now: Time) {
-        self.infos.clear();
-        for i in 0..self.subflows.len() {
-            let info = self.info(i, now);
-            self.infos.push(info);
+        let n = self.subflows.len();
+        if self.infos.len() != n {
+            self.infos.clear();
+            self.infos.resize(n, SubflowInfo::default());
+        }
+        let (light, linux) = (self.light, self.linux.is_some());
+        for (i, (sf, slot)) in self.subflows.iter_mut().zip(&mut self.infos).enumerate() {
+            *slot = info(sf, i, now, light, linux);
         }
     }
 
     /// The scheduler's view of subflow `i` now.
     #[inline(always)]
     fn info(&mut self, i: usize, now: Time) -> SubflowInfo {
-        let sf = &mut self.subflows[i];
-        let room = sf.sender.room(now);
-        if let Room::PacedUntil(t) = room {
-            sf.pace_wait = Some(t);
-        }
-        let s = &sf.sender;
-        if self.light && self.linux.is_none() {
-            // What a light scheduler reads (`sched::light_info`), the rest left at its default.
-            return SubflowInfo {
-                id: i,
-                srtt: s.srtt(),
-                backup: sf.backup,
-                usable: !sf.failed && !sf.stale,
-                has_space: room == Room::Yes && s.sndbuf_allows_new(),
-                ..SubflowInfo::default()
-            };
-        }
-        let mss = s.cfg.mss;
-        let pacing = s
-            .pacing_rate_bps()
-            .map_or(0, |r| r * mss as u64 / (mss + s.cfg.header) as u64);
-        // Linux send path: a subflow takes data while its send buffer has room (it queues beyond
-        // its cwnd); what it holds is all it has not had acknowledged plus its write queue.
-        let (has_space, queued_bytes) = if self.linux.is_some() {
-            linux_memory(sf, pacing)
-        } else {
-            (
-                room == Room::Yes && s.sndbuf_allows_new(),
-                s.in_flight() as u64 * mss as u64,
-            )
-        };
-        SubflowInfo {
-            id: i,
-            srtt: s.srtt(),
-            rttvar: s.rttvar(),
-            min_rtt: s.min_rtt(),
-            cwnd: s.cwnd(),
-            in_flight: s.in_flight(),
-            mss,
-            backup: sf.backup,
-            usable: !sf.failed && !sf.stale,
-            has_space,
-            pacing_rate_bps: pacing,
-            queued_bytes,
-            retransmissions: s.stats.retransmitted_packets,
-            rto_count: s.stats.rto_count,
-        }
+        info(
+            &mut self.subflows[i],
+            i,
+            now,
+            self.light,
+            self.linux.is_some(),
+        )
     }
-
     /// Next segment to schedule: a reinjection first, then new data within the windows.
     fn next_segment(&mut self) -> Option<(u64, u32, Option<usize>)> {
         while let Some(&(dsn, from)) = self.reinject_q.front() {
