@@ -1349,20 +1349,25 @@ impl MptcpFlow {
         self.push(net);
     }
 
+    /// The coupled congestion control's view of every subflow, rewritten in place (per ACK).
     fn fill_views(&mut self) {
-        self.views.clear();
+        let n = self.subflows.len();
+        if self.views.len() != n {
+            self.views.clear();
+            self.views.resize(n, SubflowView::default());
+        }
         let all_backup = self.subflows.iter().all(|s| s.backup || s.failed);
-        self.views.extend(self.subflows.iter().map(|sf| {
+        for (v, sf) in self.views.iter_mut().zip(&self.subflows) {
             let s = &sf.sender;
-            SubflowView {
+            *v = SubflowView {
                 cwnd: s.cwnd(),
                 srtt: s.srtt(),
                 mss: s.cfg.mss,
                 delivered_since_loss: s.delivered_since_loss,
                 delivered_between_losses: s.delivered_between_losses,
                 active: all_backup || !(sf.backup || sf.failed),
-            }
-        }));
+            };
+        }
     }
 }
 
