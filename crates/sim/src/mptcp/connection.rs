@@ -820,6 +820,27 @@ impl MptcpFlow {
             self.linux.is_some(),
         )
     }
+
+    /// Refresh subflow `i`'s entry after it sent a segment. A send changes only what the room
+    /// depends on (in flight, pacing, counters), not the sRTT, backup or usable flags: a light
+    /// entry needs only its `has_space` again.
+    #[inline(always)]
+    fn refresh_after_send(&mut self, i: usize, now: Time) {
+        if self.light && self.linux.is_none() {
+            let sf = &mut self.subflows[i];
+            let room = sf.sender.room(now);
+            if let Room::PacedUntil(t) = room {
+                sf.pace_wait = Some(t);
+            }
+            let has_space = room == Room::Yes && sf.sender.sndbuf_allows_new();
+            if let Some(e) = self.infos.get_mut(i) {
+                e.has_space = has_space;
+            }
+        } else {
+            self.infos[i] = self.info(i, now);
+        }
+    }
+
     /// Next segment to schedule: a reinjection first, then new data within the windows.
     fn next_segment(&mut self) -> Option<(u64, u32, Option<usize>)> {
         while let Some(&(dsn, from)) = self.reinject_q.front() {
@@ -1189,7 +1210,7 @@ impl MptcpFlow {
             });
             self.note_assign(i, dsn, seq, len, now);
             self.note_new_send(i, now);
-            self.infos[i] = self.info(i, now);
+            self.refresh_after_send(i, now);
             if from.is_some() {
                 self.reinject_q.pop_front();
                 self.reinjections += 1;
