@@ -1240,7 +1240,7 @@ impl MptcpFlow {
     /// Count a subflow's new retransmissions and timeouts: feedback to a learning scheduler;
     /// at a timeout, reinject and mark the subflow failed per the rule. Called after every ACK
     /// and timer, almost always with nothing new.
-    #[inline]
+    #[inline(always)]
     fn note_retransmissions(&mut self, j: usize, now: Time) {
         let sf = &self.subflows[j];
         if sf.sender.stats.rto_count != sf.rto_seen
@@ -1250,6 +1250,7 @@ impl MptcpFlow {
         }
     }
 
+    #[inline(never)]
     fn note_new_retransmissions(&mut self, j: usize, now: Time) {
         let sf = &mut self.subflows[j];
         let rtos = sf.sender.stats.rto_count;
