@@ -121,6 +121,11 @@ impl Scheduler for Pha {
     fn wants_feedback(&self) -> bool {
         self.inner.wants_feedback()
     }
+
+    /// PHA itself reads `id`, `usable` and `now`: light when the wrapped scheduler is.
+    fn light_snapshot(&self) -> bool {
+        self.inner.light_snapshot()
+    }
 }
 
 /// Which of the two a plan is.
@@ -439,5 +444,50 @@ mod tests {
         let mut p = Pha::new(build(SchedulerKind::Ecf, Rng::stream(0, "t")), both);
         assert_eq!(p.pick(&subs, &conn(ms(5))), Decision::Wait);
         assert_eq!(p.name(), "ecf");
+    }
+
+    #[test]
+    fn pha_is_light_when_the_wrapped_scheduler_is() {
+        // PHA reads `id`, `usable` and `now`: it asks for a light snapshot exactly when the
+        // scheduler it wraps does, and decides the same from one.
+        use crate::mptcp::sched::{light_conn, light_info};
+        let blocks = || Blocks::new(vec![vec![(ms(100), ms(200))], vec![]]);
+        let pha = |k| Pha::new(build(k, Rng::stream(0, "t")), blocks());
+        assert!(!pha(SchedulerKind::Ecf).light_snapshot());
+        let (mut full, mut lite) = (pha(SchedulerKind::MinRtt), pha(SchedulerKind::MinRtt));
+        assert!(full.light_snapshot());
+        let sub = |id: usize, srtt: u64, space: bool| SubflowInfo {
+            id,
+            srtt: ms(srtt),
+            rttvar: ms(3),
+            min_rtt: ms(srtt / 2),
+            cwnd: 10,
+            in_flight: if space { 4 } else { 10 },
+            mss: 1000,
+            usable: true,
+            has_space: space,
+            pacing_rate_bps: 1_000_000,
+            queued_bytes: 4000,
+            ..SubflowInfo::default()
+        };
+        for now in [50, 150, 250] {
+            for (s0, s1) in [(true, true), (false, true), (true, false)] {
+                let subs = [sub(0, 10, s0), sub(1, 30, s1)];
+                let conn = ConnInfo {
+                    now: ms(now),
+                    queued_segments: 7,
+                    rcv_wnd_free: 1 << 20,
+                    rcv_wnd: 1 << 20,
+                    data_in_flight: 3000,
+                    mss: 1000,
+                };
+                let light: Vec<SubflowInfo> = subs.iter().map(light_info).collect();
+                assert_eq!(
+                    full.pick(&subs, &conn),
+                    lite.pick(&light, &light_conn(&conn)),
+                    "{now} ms, space {s0} {s1}"
+                );
+            }
+        }
     }
 }

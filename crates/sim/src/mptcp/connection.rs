@@ -140,6 +140,9 @@ pub(crate) struct MptcpFlow {
     learns: bool,
     /// The scheduler sends every segment on every subflow (`Scheduler::redundant`).
     redundant: bool,
+    /// The scheduler reads only the light part of the snapshot (`Scheduler::light_snapshot`)
+    /// and wants no feedback: the rest of each entry is left at its default.
+    light: bool,
     /// Coupled congestion control (else no sibling views are built per ACK).
     coupled: bool,
     reinject_rule: Reinject,
@@ -224,6 +227,57 @@ fn linux_memory(sf: &Subflow, pacing_bps: u64) -> (bool, u64) {
     );
     let wmem = (s.packets_out() as u64 + sf.wq.len() as u64) * per_seg;
     (wmem < sf.sndbuf, wmem)
+}
+
+/// The scheduler's view of subflow `sf` (index `i`) now: light (only what a light scheduler
+/// reads, `sched::light_info`) or full; `linux`: the Linux send path's space rule.
+#[inline(always)]
+fn info(sf: &mut Subflow, i: usize, now: Time, light: bool, linux: bool) -> SubflowInfo {
+    let room = sf.sender.room(now);
+    if let Room::PacedUntil(t) = room {
+        sf.pace_wait = Some(t);
+    }
+    let s = &sf.sender;
+    if light && !linux {
+        return SubflowInfo {
+            id: i,
+            srtt: s.srtt(),
+            backup: sf.backup,
+            usable: !sf.failed && !sf.stale,
+            has_space: room == Room::Yes && s.sndbuf_allows_new(),
+            ..SubflowInfo::default()
+        };
+    }
+    let mss = s.cfg.mss;
+    let pacing = s
+        .pacing_rate_bps()
+        .map_or(0, |r| r * mss as u64 / (mss + s.cfg.header) as u64);
+    // Linux send path: a subflow takes data while its send buffer has room (it queues beyond
+    // its cwnd); what it holds is all it has not had acknowledged plus its write queue.
+    let (has_space, queued_bytes) = if linux {
+        linux_memory(sf, pacing)
+    } else {
+        (
+            room == Room::Yes && s.sndbuf_allows_new(),
+            s.in_flight() as u64 * mss as u64,
+        )
+    };
+    SubflowInfo {
+        id: i,
+        srtt: s.srtt(),
+        rttvar: s.rttvar(),
+        min_rtt: s.min_rtt(),
+        cwnd: s.cwnd(),
+        in_flight: s.in_flight(),
+        mss,
+        backup: sf.backup,
+        usable: !sf.failed && !sf.stale,
+        has_space,
+        pacing_rate_bps: pacing,
+        queued_bytes,
+        retransmissions: s.stats.retransmitted_packets,
+        rto_count: s.stats.rto_count,
+    }
 }
 
 /// State of the upstream Linux send path (`reinject = "linux"`, see `super::linux`).
@@ -476,6 +530,7 @@ impl MptcpFlow {
             subflows,
             learns: scheduler.wants_feedback(),
             redundant: scheduler.redundant(),
+            light: scheduler.light_snapshot() && !scheduler.wants_feedback(),
             scheduler,
             coupled: f.cc.coupled(),
             reinject_rule,
@@ -706,7 +761,15 @@ impl MptcpFlow {
         if !self.infos.iter().any(|i| i.usable && i.has_space) {
             return None;
         }
-        let conn = self.conn_info(now);
+        let conn = if self.light {
+            ConnInfo {
+                now,
+                mss: self.mss,
+                ..ConnInfo::default()
+            }
+        } else {
+            self.conn_info(now)
+        };
         let Decision::Send(i) = self.scheduler.pick(&self.infos, &conn) else {
             return None;
         };
@@ -732,54 +795,49 @@ impl MptcpFlow {
         }
     }
 
-    /// Rebuild the scheduler's snapshot of every subflow.
+    /// Rebuild the scheduler's snapshot of every subflow, in place.
     #[inline(always)]
     fn snapshot(&mut self, now: Time) {
-        self.infos.clear();
-        for i in 0..self.subflows.len() {
-            let info = self.info(i, now);
-            self.infos.push(info);
+        let n = self.subflows.len();
+        if self.infos.len() != n {
+            self.infos.clear();
+            self.infos.resize(n, SubflowInfo::default());
+        }
+        let (light, linux) = (self.light, self.linux.is_some());
+        for (i, (sf, slot)) in self.subflows.iter_mut().zip(&mut self.infos).enumerate() {
+            *slot = info(sf, i, now, light, linux);
         }
     }
 
     /// The scheduler's view of subflow `i` now.
     #[inline(always)]
     fn info(&mut self, i: usize, now: Time) -> SubflowInfo {
-        let sf = &mut self.subflows[i];
-        let room = sf.sender.room(now);
-        if let Room::PacedUntil(t) = room {
-            sf.pace_wait = Some(t);
-        }
-        let s = &sf.sender;
-        let mss = s.cfg.mss;
-        let pacing = s
-            .pacing_rate_bps()
-            .map_or(0, |r| r * mss as u64 / (mss + s.cfg.header) as u64);
-        // Linux send path: a subflow takes data while its send buffer has room (it queues beyond
-        // its cwnd); what it holds is all it has not had acknowledged plus its write queue.
-        let (has_space, queued_bytes) = if self.linux.is_some() {
-            linux_memory(sf, pacing)
+        info(
+            &mut self.subflows[i],
+            i,
+            now,
+            self.light,
+            self.linux.is_some(),
+        )
+    }
+
+    /// Refresh subflow `i`'s entry after it sent a segment. A send changes only what the room
+    /// depends on (in flight, pacing, counters), not the sRTT, backup or usable flags: a light
+    /// entry needs only its `has_space` again.
+    #[inline(always)]
+    fn refresh_after_send(&mut self, i: usize, now: Time) {
+        if self.light && self.linux.is_none() {
+            let sf = &mut self.subflows[i];
+            let room = sf.sender.room(now);
+            if let Room::PacedUntil(t) = room {
+                sf.pace_wait = Some(t);
+            }
+            let has_space = room == Room::Yes && sf.sender.sndbuf_allows_new();
+            if let Some(e) = self.infos.get_mut(i) {
+                e.has_space = has_space;
+            }
         } else {
-            (
-                room == Room::Yes && s.sndbuf_allows_new(),
-                s.in_flight() as u64 * mss as u64,
-            )
-        };
-        SubflowInfo {
-            id: i,
-            srtt: s.srtt(),
-            rttvar: s.rttvar(),
-            min_rtt: s.min_rtt(),
-            cwnd: s.cwnd(),
-            in_flight: s.in_flight(),
-            mss,
-            backup: sf.backup,
-            usable: !sf.failed && !sf.stale,
-            has_space,
-            pacing_rate_bps: pacing,
-            queued_bytes,
-            retransmissions: s.stats.retransmitted_packets,
-            rto_count: s.stats.rto_count,
+            self.infos[i] = self.info(i, now);
         }
     }
 
@@ -1152,7 +1210,7 @@ impl MptcpFlow {
             });
             self.note_assign(i, dsn, seq, len, now);
             self.note_new_send(i, now);
-            self.infos[i] = self.info(i, now);
+            self.refresh_after_send(i, now);
             if from.is_some() {
                 self.reinject_q.pop_front();
                 self.reinjections += 1;
@@ -1182,7 +1240,7 @@ impl MptcpFlow {
     /// Count a subflow's new retransmissions and timeouts: feedback to a learning scheduler;
     /// at a timeout, reinject and mark the subflow failed per the rule. Called after every ACK
     /// and timer, almost always with nothing new.
-    #[inline]
+    #[inline(always)]
     fn note_retransmissions(&mut self, j: usize, now: Time) {
         let sf = &self.subflows[j];
         if sf.sender.stats.rto_count != sf.rto_seen
@@ -1192,6 +1250,7 @@ impl MptcpFlow {
         }
     }
 
+    #[inline(never)]
     fn note_new_retransmissions(&mut self, j: usize, now: Time) {
         let sf = &mut self.subflows[j];
         let rtos = sf.sender.stats.rto_count;
@@ -1312,20 +1371,25 @@ impl MptcpFlow {
         self.push(net);
     }
 
+    /// The coupled congestion control's view of every subflow, rewritten in place (per ACK).
     fn fill_views(&mut self) {
-        self.views.clear();
+        let n = self.subflows.len();
+        if self.views.len() != n {
+            self.views.clear();
+            self.views.resize(n, SubflowView::default());
+        }
         let all_backup = self.subflows.iter().all(|s| s.backup || s.failed);
-        self.views.extend(self.subflows.iter().map(|sf| {
+        for (v, sf) in self.views.iter_mut().zip(&self.subflows) {
             let s = &sf.sender;
-            SubflowView {
+            *v = SubflowView {
                 cwnd: s.cwnd(),
                 srtt: s.srtt(),
                 mss: s.cfg.mss,
                 delivered_since_loss: s.delivered_since_loss,
                 delivered_between_losses: s.delivered_between_losses,
                 active: all_backup || !(sf.backup || sf.failed),
-            }
-        }));
+            };
+        }
     }
 }
 

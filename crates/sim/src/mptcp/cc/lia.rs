@@ -71,7 +71,7 @@ impl CongestionControl for Lia {
             return;
         };
         let t = match &self.cache {
-            Some((k, t)) if k[0] == w.cwnd && k[1..].iter().copied().eq(sibling_windows(c)) => *t,
+            Some((k, t)) if key_matches(k, w.cwnd, c) => *t,
             _ => {
                 let t = match paths(w, ack, c) {
                     Some((p, me)) => acks_per_packet(acks_per_increase(&p, me)),
@@ -86,6 +86,29 @@ impl CongestionControl for Lia {
         };
         w.cong_avoid_ai(t, acked);
     }
+}
+
+/// Whether `key` holds `cwnd` and then exactly the windows [`sibling_windows`] yields (its first
+/// 16 active siblings'), compared in one pass without building the list (once per ACK).
+#[inline]
+fn key_matches(key: &WindowKey, cwnd: u32, c: &Coupling) -> bool {
+    if key.first() != Some(&cwnd) {
+        return false;
+    }
+    let mut n = 1;
+    for (i, v) in c.subflows.iter().enumerate() {
+        if i == c.me || !v.active {
+            continue;
+        }
+        if n == 17 {
+            break; // `sibling_windows` takes 16
+        }
+        if key.get(n) != Some(&v.cwnd) {
+            return false;
+        }
+        n += 1;
+    }
+    n == key.len()
 }
 
 /// The windows of the active siblings, in order: with this subflow's own window first, the key
@@ -105,6 +128,7 @@ mod tests {
     use super::super::common::test_util::*;
     use super::*;
     use crate::tcp::cc::newreno::NewReno;
+    use crate::tcp::cc::SubflowView;
 
     #[test]
     fn two_subflows_threshold_by_hand() {
@@ -215,6 +239,43 @@ mod tests {
         a.cwnd_limited = false;
         Lia::default().cong_avoid(&mut w, &a, &c);
         assert_eq!(w.cwnd, 3);
+    }
+
+    #[test]
+    fn key_matches_what_sibling_windows_yields() {
+        // Every combination of active flags and windows over up to 18 subflows (beyond the 16
+        // siblings the key holds): the one-pass comparison agrees with comparing the list.
+        let mut rng = railpath_core::Rng::stream(3, "lia-key");
+        for step in 0..20_000u64 {
+            let n = 1 + (step % 18) as usize;
+            let mut v: Vec<SubflowView> = (0..n)
+                .map(|_| {
+                    let mut x = view(1 + (rng.next_u64() % 3) as u32, 10);
+                    x.active = rng.next_u64() % 4 != 0;
+                    x
+                })
+                .collect();
+            let me = (rng.next_u64() % n as u64) as usize;
+            let c = Coupling { subflows: &v, me };
+            let cwnd = 1 + (rng.next_u64() % 3) as u32;
+            let mut key = WindowKey::new();
+            key.push(cwnd);
+            key.extend(sibling_windows(&c));
+            assert!(key_matches(&key, cwnd, &c), "step {step}");
+            // A different own window, or a key missing its last entry, never matches; after
+            // a change of one window the answer is that of comparing the lists again.
+            assert!(!key_matches(&key, cwnd + 1, &c));
+            let mut shorter = key.clone();
+            shorter.pop();
+            assert!(!key_matches(&shorter, cwnd, &c));
+            let k = (rng.next_u64() % n as u64) as usize;
+            v[k].cwnd += 1;
+            let c = Coupling { subflows: &v, me };
+            let mut now = WindowKey::new();
+            now.push(cwnd);
+            now.extend(sibling_windows(&c));
+            assert_eq!(key_matches(&key, cwnd, &c), now == key, "step {step}");
+        }
     }
 
     #[test]

@@ -55,6 +55,11 @@ impl Scheduler for MinRtt {
             None => Decision::Wait,
         }
     }
+
+    /// Reads `usable`, `backup`, `has_space`, `srtt` and `id` only.
+    fn light_snapshot(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

@@ -115,4 +115,134 @@ pub trait Scheduler: Send {
     fn wants_feedback(&self) -> bool {
         false
     }
+    /// Whether `pick` reads only the light part of its inputs: of each [`SubflowInfo`] its
+    /// `id`, `srtt`, `backup`, `usable` and `has_space`, and of the [`ConnInfo`] its `now` and
+    /// `mss`. When it says so (and does not want feedback), the connection may fill only those
+    /// and leave every other field at its `Default` (zero), which spares it reading each
+    /// subflow's pacing rate, RTT variance, counters and the connection's buffers once per
+    /// segment. A scheduler that reads any other field must keep the default `false`; the test
+    /// `light_schedulers_choose_the_same_from_a_light_snapshot` checks every scheduler that says
+    /// `true`.
+    fn light_snapshot(&self) -> bool {
+        false
+    }
+}
+
+/// `s` as a connection fills it for a scheduler that asks for a light snapshot
+/// ([`Scheduler::light_snapshot`]): the fields it may read, the others at their defaults.
+pub fn light_info(s: &SubflowInfo) -> SubflowInfo {
+    SubflowInfo {
+        id: s.id,
+        srtt: s.srtt,
+        backup: s.backup,
+        usable: s.usable,
+        has_space: s.has_space,
+        ..SubflowInfo::default()
+    }
+}
+
+/// `c` as a connection fills it for a scheduler that asks for a light snapshot.
+pub fn light_conn(c: &ConnInfo) -> ConnInfo {
+    ConnInfo {
+        now: c.now,
+        mss: c.mss,
+        ..ConnInfo::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use railpath_core::Rng;
+    use railpath_scenario::SchedulerKind;
+
+    /// A random snapshot of `n` subflows: every field drawn, so that a scheduler reading a field
+    /// the light snapshot leaves out would (almost surely) choose differently somewhere.
+    fn random_subs(rng: &mut Rng, n: usize) -> Vec<SubflowInfo> {
+        let mut draw = |m: u64| rng.next_u64() % m;
+        (0..n)
+            .map(|id| {
+                let cwnd = 1 + draw(40) as u32;
+                let in_flight = draw(45) as u32;
+                SubflowInfo {
+                    id,
+                    srtt: Time::from_ms(draw(4) * 10),
+                    rttvar: Time::from_ms(draw(20)),
+                    min_rtt: Time::from_ms(draw(30)),
+                    cwnd,
+                    in_flight,
+                    mss: 1000 + draw(2) as u32 * 400,
+                    backup: draw(4) == 0,
+                    usable: draw(5) != 0,
+                    has_space: in_flight < cwnd && draw(6) != 0,
+                    pacing_rate_bps: draw(3) * 5_000_000,
+                    queued_bytes: draw(60_000),
+                    retransmissions: draw(5),
+                    rto_count: draw(2),
+                }
+            })
+            .collect()
+    }
+
+    fn random_conn(rng: &mut Rng) -> ConnInfo {
+        let mut draw = |m: u64| rng.next_u64() % m;
+        ConnInfo {
+            now: Time::from_ms(draw(100_000)),
+            queued_segments: if draw(3) == 0 { u64::MAX } else { draw(50) },
+            rcv_wnd_free: draw(200_000),
+            rcv_wnd: 200_000,
+            data_in_flight: draw(200_000),
+            mss: 1000,
+        }
+    }
+
+    #[test]
+    fn light_schedulers_choose_the_same_from_a_light_snapshot() {
+        // Each scheduler that asks for a light snapshot, twice, in lockstep: one sees full
+        // snapshots, the other their light form; every decision agrees. MinRTT and round-robin
+        // must say light (the connection's fast path depends on it).
+        let mut light = Vec::new();
+        for kind in SchedulerKind::ALL {
+            let mut full = build(kind, Rng::stream(1, "t"));
+            let mut lite = build(kind, Rng::stream(1, "t"));
+            if !full.light_snapshot() {
+                continue;
+            }
+            assert!(!full.wants_feedback(), "{}", full.name());
+            light.push(kind);
+            let mut rng = Rng::stream(7, kind.as_str());
+            for step in 0..20_000 {
+                let n = 1 + (step % 4);
+                let subs = random_subs(&mut rng, n);
+                let conn = random_conn(&mut rng);
+                let light_subs: Vec<SubflowInfo> = subs.iter().map(light_info).collect();
+                let d = full.pick(&subs, &conn);
+                assert_eq!(
+                    lite.pick(&light_subs, &light_conn(&conn)),
+                    d,
+                    "{} step {step}",
+                    full.name()
+                );
+            }
+        }
+        assert!(light.contains(&SchedulerKind::MinRtt));
+        assert!(light.contains(&SchedulerKind::RoundRobin));
+    }
+
+    #[test]
+    fn a_scheduler_reading_more_is_caught() {
+        // The check above can fail: ECF reads cwnd, RTT variance and the connection's queue, and
+        // picks differently from their light (zeroed) form somewhere in the same draws.
+        let mut full = build(SchedulerKind::Ecf, Rng::stream(1, "t"));
+        let mut lite = build(SchedulerKind::Ecf, Rng::stream(1, "t"));
+        assert!(!full.light_snapshot());
+        let mut rng = Rng::stream(7, "ecf");
+        let differs = (0..20_000).any(|step| {
+            let subs = random_subs(&mut rng, 1 + step % 4);
+            let conn = random_conn(&mut rng);
+            let light_subs: Vec<SubflowInfo> = subs.iter().map(light_info).collect();
+            full.pick(&subs, &conn) != lite.pick(&light_subs, &light_conn(&conn))
+        });
+        assert!(differs);
+    }
 }

@@ -77,6 +77,11 @@ impl Scheduler for RoundRobin {
         // Unreachable: after the reset every available subflow has quota 0.
         Decision::Wait
     }
+
+    /// Reads `usable`, `backup`, `has_space` and `id` only.
+    fn light_snapshot(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
