@@ -230,7 +230,7 @@ fn linux_memory(sf: &Subflow, pacing_bps: u64) -> (bool, u64) {
 }
 
 /// The scheduler's view of subflow `sf` (index `i`) now: light (only what a light scheduler
-/// reads, `sched::light_info`) or full; `linux`: the Linux send path's space rule.
+/// reads, `SubflowInfo::light`) or full; `linux`: the Linux send path's space rule.
 #[inline(always)]
 fn info(sf: &mut Subflow, i: usize, now: Time, light: bool, linux: bool) -> SubflowInfo {
     let room = sf.sender.room(now);
@@ -239,14 +239,13 @@ fn info(sf: &mut Subflow, i: usize, now: Time, light: bool, linux: bool) -> Subf
     }
     let s = &sf.sender;
     if light && !linux {
-        return SubflowInfo {
-            id: i,
-            srtt: s.srtt(),
-            backup: sf.backup,
-            usable: !sf.failed && !sf.stale,
-            has_space: room == Room::Yes && s.sndbuf_allows_new(),
-            ..SubflowInfo::default()
-        };
+        return SubflowInfo::light(
+            i,
+            s.srtt(),
+            sf.backup,
+            !sf.failed && !sf.stale,
+            room == Room::Yes && s.sndbuf_allows_new(),
+        );
     }
     let mss = s.cfg.mss;
     let pacing = s
@@ -762,11 +761,7 @@ impl MptcpFlow {
             return None;
         }
         let conn = if self.light {
-            ConnInfo {
-                now,
-                mss: self.mss,
-                ..ConnInfo::default()
-            }
+            ConnInfo::light(now, self.mss)
         } else {
             self.conn_info(now)
         };

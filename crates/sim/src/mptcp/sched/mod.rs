@@ -60,6 +60,23 @@ pub struct SubflowInfo {
     pub rto_count: u64,
 }
 
+impl SubflowInfo {
+    /// The light snapshot of a subflow ([`Scheduler::light_snapshot`]): the fields a light
+    /// scheduler may read, every other at its default. The one definition the connection fills
+    /// and the tests check schedulers against.
+    #[inline(always)]
+    pub fn light(id: usize, srtt: Time, backup: bool, usable: bool, has_space: bool) -> Self {
+        SubflowInfo {
+            id,
+            srtt,
+            backup,
+            usable,
+            has_space,
+            ..SubflowInfo::default()
+        }
+    }
+}
+
 /// The connection's state as schedulers need it.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ConnInfo {
@@ -75,6 +92,19 @@ pub struct ConnInfo {
     pub data_in_flight: u64,
     /// Payload bytes per segment.
     pub mss: u32,
+}
+
+impl ConnInfo {
+    /// The light snapshot of the connection ([`Scheduler::light_snapshot`]): `now` and `mss`,
+    /// every other field at its default.
+    #[inline(always)]
+    pub fn light(now: Time, mss: u32) -> Self {
+        ConnInfo {
+            now,
+            mss,
+            ..ConnInfo::default()
+        }
+    }
 }
 
 /// A scheduler's answer.
@@ -129,25 +159,17 @@ pub trait Scheduler: Send {
 }
 
 /// `s` as a connection fills it for a scheduler that asks for a light snapshot
-/// ([`Scheduler::light_snapshot`]): the fields it may read, the others at their defaults.
+/// ([`SubflowInfo::light`]).
+#[cfg(test)]
 pub fn light_info(s: &SubflowInfo) -> SubflowInfo {
-    SubflowInfo {
-        id: s.id,
-        srtt: s.srtt,
-        backup: s.backup,
-        usable: s.usable,
-        has_space: s.has_space,
-        ..SubflowInfo::default()
-    }
+    SubflowInfo::light(s.id, s.srtt, s.backup, s.usable, s.has_space)
 }
 
-/// `c` as a connection fills it for a scheduler that asks for a light snapshot.
+/// `c` as a connection fills it for a scheduler that asks for a light snapshot
+/// ([`ConnInfo::light`]).
+#[cfg(test)]
 pub fn light_conn(c: &ConnInfo) -> ConnInfo {
-    ConnInfo {
-        now: c.now,
-        mss: c.mss,
-        ..ConnInfo::default()
-    }
+    ConnInfo::light(c.now, c.mss)
 }
 
 #[cfg(test)]
