@@ -36,8 +36,12 @@ pub struct Lia {
     cache: Option<(WindowKey, u32)>,
 }
 
-/// The windows of the subflows the threshold depends on.
-type WindowKey = arrayvec::ArrayVec<u32, 17>;
+/// The siblings whose windows the cached threshold's key holds (beyond them a change goes
+/// unseen until the subflow's own window or one of these changes).
+const KEY_SIBLINGS: usize = 16;
+
+/// The windows of the subflows the threshold depends on: the subflow's own, then its siblings'.
+type WindowKey = arrayvec::ArrayVec<u32, { KEY_SIBLINGS + 1 }>;
 
 /// `T`, the packets to be acked on path `me` for one packet of increase (not rounded).
 pub(crate) fn acks_per_increase(p: &[Path], me: usize) -> f64 {
@@ -100,8 +104,8 @@ fn key_matches(key: &WindowKey, cwnd: u32, c: &Coupling) -> bool {
         if i == c.me || !v.active {
             continue;
         }
-        if n == 17 {
-            break; // `sibling_windows` takes 16
+        if n == KEY_SIBLINGS + 1 {
+            break; // as `sibling_windows`
         }
         if key.get(n) != Some(&v.cwnd) {
             return false;
@@ -120,7 +124,7 @@ fn sibling_windows<'a>(c: &Coupling<'a>) -> impl Iterator<Item = u32> + 'a {
         .enumerate()
         .filter(move |(i, v)| *i != me && v.active)
         .map(|(_, v)| v.cwnd)
-        .take(16)
+        .take(KEY_SIBLINGS)
 }
 
 #[cfg(test)]
