@@ -14,9 +14,9 @@
 //!   opportunities are lost; the trace repeats with period = its last timestamp.
 
 use super::packet::Packet;
+use super::ring::Ring;
 use railpath_core::{Rng, Time};
 use railpath_scenario::OutageMode;
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// Bytes one Mahimahi delivery opportunity carries.
@@ -125,7 +125,7 @@ pub struct LinkDir {
     /// arrival times), then the queue's (the first one at the server; the time is unused). One
     /// ring buffer, so that a packet leaving the server enters the pipe where it is, unmoved
     /// (packets are copied at every move).
-    packets: VecDeque<(Time, Packet)>,
+    packets: Ring<(Time, Packet)>,
     /// How many of `packets` are in the pipe.
     in_pipe: usize,
     pub queued_bytes: u64,
@@ -193,7 +193,7 @@ impl LinkDir {
             outage_drops: false,
             down: 0,
             down_until: Time::ZERO,
-            packets: VecDeque::with_capacity(
+            packets: Ring::with_capacity(
                 256 + match limit {
                     Limit::Packets(n) => n.min(100_000) as usize + 1,
                     Limit::Bytes(b) => (b / 1500).min(100_000) as usize + 1,
@@ -240,17 +240,17 @@ impl LinkDir {
         }
     }
 
-    /// The packet just queued (the queue's tail) gets its position on its route and its
-    /// enqueue time. They are written into the queue's copy, after it is made: a field written
+    /// Queue `p` (with time `t`), then give the queue's copy its position on its route and its
+    /// enqueue time. They are written into the copy, after it is made, in the slot the ring
+    /// hands back: a field written
     /// into the packet just before the copy would make the copy's wide loads wait for that
     /// narrow store (no store-to-load forwarding), which cost the sending path about a tenth of
     /// its wall time (docs/performance.md).
     #[inline(always)]
-    fn stamp_tail(&mut self, hop: u16, now: Time) {
-        if let Some((_, q)) = self.packets.back_mut() {
-            q.hop = hop;
-            q.enq = now;
-        }
+    fn push_stamped(&mut self, t: Time, p: Packet, hop: u16, now: Time) {
+        let (_, q) = self.packets.push_back((t, p));
+        q.hop = hop;
+        q.enq = now;
     }
 
     /// [`LinkDir::enqueue`] on a direction with service events.
@@ -269,8 +269,7 @@ impl LinkDir {
         }
         self.queued_bytes += p.size as u64;
         self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queued_bytes);
-        self.packets.push_back((Time::ZERO, p));
-        self.stamp_tail(hop, now);
+        self.push_stamped(Time::ZERO, p, hop, now);
         if let Some(a) = &mut self.awake {
             a.packet(now);
         }
@@ -329,12 +328,10 @@ impl LinkDir {
         // The delay is constant, so arrivals keep departure order (no `last_arrival` bound).
         let at = dep + self.fixed_delay;
         if lost {
-            self.packets.push_back((Time::from_ns(at.ns() | LOST), p));
-            self.stamp_tail(hop, now);
+            self.push_stamped(Time::from_ns(at.ns() | LOST), p, hop, now);
             return Wake::None;
         }
-        self.packets.push_back((at, p));
-        self.stamp_tail(hop, now);
+        self.push_stamped(at, p, hop, now);
         if self.arrival_armed.is_none() {
             self.arrival_armed = Some(at);
             Wake::Arrival(at)

@@ -5,6 +5,7 @@ pub mod bond;
 pub mod link;
 pub mod minstrel;
 pub mod packet;
+pub mod ring;
 pub mod wifi;
 pub mod wifi_phy;
 
@@ -169,7 +170,7 @@ impl Net {
     /// that starts at its sink delivers nothing: in tests, the packet stays in `wire`.)
     #[inline]
     pub fn send(&mut self, mut p: Packet) {
-        // The first hop; the queue's copy of the packet is told its hop (`LinkDir::stamp_tail`).
+        // The first hop; the queue's copy of the packet is told its hop (`LinkDir::push_stamped`).
         match self.routes[p.route as usize][0] {
             Hop::Dir(d) => self.enqueue(d, p, 0),
             Hop::Bond(b) => {
@@ -384,7 +385,7 @@ impl Net {
                 return;
             };
             // The next hop. A packet going on to a link is not written before the queue copies
-            // it (`LinkDir::stamp_tail`); the sink does not read `hop`.
+            // it (`LinkDir::push_stamped`); the sink does not read `hop`.
             let hop = p.hop + 1;
             match self.routes[p.route as usize][hop as usize] {
                 Hop::Dir(next) => self.enqueue(next, p, hop),
