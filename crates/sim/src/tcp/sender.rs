@@ -451,7 +451,7 @@ impl TcpSender {
             let Some(seq) = self.next_lost() else {
                 return Room::Yes;
             };
-            self.transmit(seq, now, true, out);
+            self.retransmit(seq, now, out);
         }
     }
 
@@ -479,6 +479,23 @@ impl TcpSender {
     /// Send a new segment carrying data-level `dsn` of `len` bytes. The caller checked `room()`
     /// and `rwnd_allows_new()`.
     pub fn send_new(&mut self, dsn: u64, len: u32, now: Time, out: &mut impl FnMut(Packet)) {
+        self.send_new_in_burst(dsn, len, now, out);
+        self.schedule_probe(now);
+    }
+
+    /// [`Self::send_new`] without scheduling the loss probe: a caller sending several new
+    /// segments at the same `now` calls [`Self::end_burst`] after the last. The timer slot ends
+    /// as after as many `send_new`: the probe's conditions (TLP on, state Open, no probe
+    /// outstanding, no reordering timer) do not change while new segments go out, nothing reads
+    /// the slot between them but the RTO arming of the first (which the probe then replaces),
+    /// and the last probe scheduled is the one that counts.
+    pub fn send_new_in_burst(
+        &mut self,
+        dsn: u64,
+        len: u32,
+        now: Time,
+        out: &mut impl FnMut(Packet),
+    ) {
         if matches!(self.xmit_timer, Some((_, XmitTimer::Persist))) {
             self.xmit_timer = None;
         }
@@ -487,22 +504,59 @@ impl TcpSender {
             self.cc.cwnd_event(&mut self.w, CwndEvent::TxStart, now);
         }
         let seq = self.snd_nxt;
+        self.snd_nxt += 1;
+        // As `retransmit`, for a segment built here whole: in flight counts it already.
+        let in_flight = self.in_flight();
+        if in_flight == 0 {
+            // tcp_rate_skb_sent: a new sending window starts when nothing is in flight.
+            self.first_tx_time = now;
+            self.delivered_time = now;
+        }
         self.segs.push_back(Seg {
             xmit: now,
             dsn,
             len,
             flags: 0,
-            delivered: 0,
-            delivered_time: Time::ZERO,
-            first_tx_time: Time::ZERO,
-            app_limited: false,
+            delivered: self.delivered,
+            delivered_time: self.delivered_time,
+            first_tx_time: self.first_tx_time,
+            app_limited: self.app_limited != 0,
         });
-        self.snd_nxt += 1;
-        self.transmit(seq, now, false, out);
+        if self.state == CaState::Recovery {
+            self.prr_out += 1;
+        }
+        self.stats.sent_packets += 1;
+        let size = len + self.cfg.header;
+        if let Some(rate) = self.pacing_rate_bps() {
+            let base = self.pacing_next.max(now);
+            self.pacing_next = base + Time::tx_time(size as u64, rate.max(1));
+        }
+        self.max_in_flight = self.max_in_flight.max(in_flight);
+        out(Packet {
+            route: self.route,
+            kind: Kind::Data,
+            flags: 0,
+            size: size as u16,
+            seq: seq as u32,
+            len: len as u16,
+            dsn,
+            ts: now,
+            ts_ecr: self.peer_ts,
+            ..Default::default()
+        });
+        // Arm the retransmission timer if it is not running (RFC 6298 5.1).
+        if self.xmit_timer.is_none() {
+            self.rearm_rto(now);
+        }
     }
 
-    /// Put segment `seq` on the wire (first transmission or retransmission).
-    fn transmit(&mut self, seq: u64, now: Time, retrans: bool, out: &mut impl FnMut(Packet)) {
+    /// After new segments sent by [`Self::send_new_in_burst`] at `now`: schedule the loss probe.
+    pub fn end_burst(&mut self, now: Time) {
+        self.schedule_probe(now);
+    }
+
+    /// Put segment `seq` on the wire again (a retransmission).
+    fn retransmit(&mut self, seq: u64, now: Time, out: &mut impl FnMut(Packet)) {
         let in_flight_before = self.in_flight();
         if in_flight_before == 0 {
             // tcp_rate_skb_sent: a new sending window starts when nothing is in flight.
@@ -519,11 +573,9 @@ impl TcpSender {
         s.delivered_time = delivered_time;
         s.first_tx_time = first_tx_time;
         s.app_limited = app_limited;
-        if retrans {
-            s.flags |= RETRANS | EVER_RETRANS;
-            self.retrans_out += 1;
-            self.stats.retransmitted_packets += 1;
-        }
+        s.flags |= RETRANS | EVER_RETRANS;
+        self.retrans_out += 1;
+        self.stats.retransmitted_packets += 1;
         if self.state == CaState::Recovery {
             self.prr_out += 1;
         }
@@ -539,7 +591,7 @@ impl TcpSender {
         out(Packet {
             route: self.route,
             kind: Kind::Data,
-            flags: if retrans { flags::RETRANS } else { 0 },
+            flags: flags::RETRANS,
             size: size as u16,
             seq: seq as u32,
             len: len as u16,
@@ -551,13 +603,9 @@ impl TcpSender {
         // Arm the retransmission timer if it is not running (RFC 6298 5.1). Retransmitting the
         // head restarts it unless the RACK reordering timer is pending (Linux
         // tcp_xmit_retransmit_queue()).
-        let head_retrans =
-            retrans && idx == 0 && !matches!(self.xmit_timer, Some((_, XmitTimer::Reorder)));
+        let head_retrans = idx == 0 && !matches!(self.xmit_timer, Some((_, XmitTimer::Reorder)));
         if self.xmit_timer.is_none() || head_retrans {
             self.rearm_rto(now);
-        }
-        if !retrans {
-            self.schedule_probe(now);
         }
     }
 
@@ -699,7 +747,7 @@ impl TcpSender {
                 // Already a retransmission in flight: count it once.
                 self.retrans_out -= 1;
             }
-            self.transmit(seq, now, true, out);
+            self.retransmit(seq, now, out);
         }
         self.rearm_rto(now);
     }
@@ -1810,23 +1858,35 @@ mod tests {
         )
     }
 
-    /// Send what the windows allow, as `TcpFlow::push` does.
-    fn push_all(s: &mut TcpSender, now: Time, out: &mut Vec<Packet>) {
+    /// Send what the windows allow, as `TcpFlow::push` does: new segments one by one with
+    /// [`TcpSender::send_new`], or as a burst ([`TcpSender::send_new_in_burst`], then
+    /// [`TcpSender::end_burst`]).
+    fn push_all(s: &mut TcpSender, now: Time, burst: bool, out: &mut Vec<Packet>) {
         let mut o = |p| out.push(p);
         let mut room = s.retransmit_lost(now, &mut o);
+        let mut sent = false;
         while room == Room::Yes {
             room = s.room(now);
             if room != Room::Yes || !s.rwnd_allows_new() {
                 break;
             }
             let d = s.snd_nxt();
-            s.send_new(d, 1000, now, &mut o);
+            if burst {
+                s.send_new_in_burst(d, 1000, now, &mut o);
+                sent = true;
+            } else {
+                s.send_new(d, 1000, now, &mut o);
+            }
+        }
+        if sent {
+            s.end_burst(now);
         }
     }
 
     /// Drive two senders with the same inputs over a lossy, reordering path (a receiver with
     /// delayed ACKs, SACK as the senders are configured, both senders' timers) for 20 simulated
-    /// seconds: they must send the same packets and hold the same state after every step.
+    /// seconds: they must send the same packets and hold the same state after every step. The
+    /// first pushes new data in bursts, as `TcpFlow::push` does, the second one at a time.
     fn lockstep(mut a: TcpSender, mut b: TcpSender, seed: u64, loss: f64) {
         use crate::tcp::receiver::{AckDecision, ReceiverConfig, TcpReceiver};
         let mut rng = railpath_core::Rng::from_seed(seed);
@@ -1843,8 +1903,8 @@ mod tests {
         let mut order = 0u64;
         let (mut pa, mut pb) = (Vec::new(), Vec::new());
         let mut now = Time::ZERO;
-        push_all(&mut a, now, &mut pa);
-        push_all(&mut b, now, &mut pb);
+        push_all(&mut a, now, true, &mut pa);
+        push_all(&mut b, now, false, &mut pb);
         let mut steps = 0;
         loop {
             assert_eq!(pa, pb, "seed {seed}: same packets at {now:?}");
@@ -1907,15 +1967,15 @@ mod tests {
                 a.on_ack(&p, now, &Coupling::NONE);
                 b.on_ack(&p, now, &Coupling::NONE);
             }
-            push_all(&mut a, now, &mut pa);
-            push_all(&mut b, now, &mut pb);
+            push_all(&mut a, now, true, &mut pa);
+            push_all(&mut b, now, false, &mut pb);
         }
         assert!(
             steps > 1000,
             "seed {seed}: the run went somewhere ({steps} steps)"
         );
         assert!(
-            a.stats.retransmitted_packets > 0,
+            loss == 0.0 || a.stats.retransmitted_packets > 0,
             "seed {seed}: losses were recovered"
         );
     }
@@ -1951,6 +2011,17 @@ mod tests {
         }
         fn pacing_rate_bps(&self) -> Option<u64> {
             self.0.pacing_rate_bps()
+        }
+    }
+
+    #[test]
+    fn new_segments_sent_as_a_burst_leave_the_timers_as_one_by_one() {
+        // Both NewReno: only the pushing differs (the probe scheduled once per burst).
+        for (sack, rack) in [(true, true), (true, false), (false, false)] {
+            for (seed, loss) in [(10, 0.03), (11, 0.01), (12, 0.002), (13, 0.0)] {
+                let mk = || TcpSender::new(cfg(sack, rack), Box::new(NewReno), 0, 150_000);
+                lockstep(mk(), mk(), seed, loss);
+            }
         }
     }
 
