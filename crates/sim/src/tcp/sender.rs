@@ -834,28 +834,40 @@ impl TcpSender {
                 let end = (end as u64).min(self.snd_nxt);
                 let mut seq = start;
                 while seq < end {
-                    let idx = (seq - self.snd_una) as usize;
-                    let s = self.segs[idx];
-                    if s.flags & SACKED == 0 {
-                        self.mark_delivered(&s, now, &mut rs, &mut rs_prior_time);
-                        let s2 = &mut self.segs[idx];
-                        s2.flags |= SACKED;
-                        self.sacked_out += 1;
-                        if s.flags & LOST != 0 {
-                            self.lost_out -= 1;
-                        }
-                        if s.flags & RETRANS != 0 {
-                            self.retrans_out -= 1;
-                        }
-                        s2.flags &= !(LOST | RETRANS);
-                        newly += 1;
-                        if s.flags & EVER_RETRANS == 0 {
-                            sack_rtt = Some(now - s.xmit);
-                        }
-                        self.rack_advance(s.xmit, seq + 1, s.flags & EVER_RETRANS != 0, now);
-                        self.note_reordering(seq, s.flags);
-                        self.highest_sacked = self.highest_sacked.max(seq + 1);
+                    let mut idx = (seq - self.snd_una) as usize;
+                    if self.segs[idx].flags & SACKED != 0 {
+                        // Most of a block repeats what earlier ACKs reported: skip the run of
+                        // segments SACKed before by iterator, not by index per segment.
+                        let to = (end - self.snd_una) as usize;
+                        let Some(k) = self
+                            .segs
+                            .range(idx + 1..to)
+                            .position(|s| s.flags & SACKED == 0)
+                        else {
+                            break;
+                        };
+                        seq += k as u64 + 1;
+                        idx += k + 1;
                     }
+                    let s = self.segs[idx];
+                    self.mark_delivered(&s, now, &mut rs, &mut rs_prior_time);
+                    let s2 = &mut self.segs[idx];
+                    s2.flags |= SACKED;
+                    self.sacked_out += 1;
+                    if s.flags & LOST != 0 {
+                        self.lost_out -= 1;
+                    }
+                    if s.flags & RETRANS != 0 {
+                        self.retrans_out -= 1;
+                    }
+                    s2.flags &= !(LOST | RETRANS);
+                    newly += 1;
+                    if s.flags & EVER_RETRANS == 0 {
+                        sack_rtt = Some(now - s.xmit);
+                    }
+                    self.rack_advance(s.xmit, seq + 1, s.flags & EVER_RETRANS != 0, now);
+                    self.note_reordering(seq, s.flags);
+                    self.highest_sacked = self.highest_sacked.max(seq + 1);
                     seq += 1;
                 }
             }
