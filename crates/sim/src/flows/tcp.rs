@@ -115,6 +115,7 @@ impl TcpFlow {
         let (h, mss) = (&mut self.handoffs, self.app.mss);
         let mut out = |p: Packet| send_noted(net, h, mss, p);
         let mut room = self.sender.retransmit_lost(now, &mut out);
+        let mut sent_new = false;
         if room == Room::Yes {
             loop {
                 room = self.sender.room(now);
@@ -129,8 +130,12 @@ impl TcpFlow {
                     break;
                 }
                 let (dsn, len) = self.app.take().expect("has data");
-                self.sender.send_new(dsn, len, now, &mut out);
+                self.sender.send_new_in_burst(dsn, len, now, &mut out);
+                sent_new = true;
             }
+        }
+        if sent_new {
+            self.sender.end_burst(now);
         }
         if let Room::PacedUntil(t) = room {
             self.pace_wait = Some(t);

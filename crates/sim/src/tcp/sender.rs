@@ -51,7 +51,9 @@
 //! Sequence numbers count segments (every segment but a finite flow's last carries a full MSS);
 //! the scoreboard is a ring of per-segment state from snd_una to snd_nxt.
 
-use super::cc::{AckInfo, CaState, CongestionControl, Coupling, CwndEvent, RateSample, Window};
+use super::cc::{
+    AckInfo, CaState, CongestionControl, Coupling, CwndEvent, Hooks, RateSample, Window,
+};
 use crate::net::packet::{flags, Kind, Packet};
 use railpath_core::Time;
 use railpath_scenario::{LossDetection, RtoFormula, TcpConfig, TimeoutSsthresh};
@@ -171,6 +173,8 @@ pub struct TcpSender {
     /// Does `cc` pace (BBR)? Asked once: an algorithm paces always or never (see
     /// [`CongestionControl::pacing_rate_bps`]), and unpaced ones skip the call per packet.
     paces: bool,
+    /// Which per-ACK hooks `cc` implements, asked once ([`CongestionControl::hooks`]).
+    hooks: Hooks,
     pub state: CaState,
     /// Route the data packets take.
     pub route: u32,
@@ -252,10 +256,12 @@ impl TcpSender {
         let w = Window::new(cfg.initial_window, cfg.mss);
         let rto = cfg.initial_rto;
         let paces = cc.pacing_rate_bps().is_some();
+        let hooks = cc.hooks();
         TcpSender {
             w,
             cc,
             paces,
+            hooks,
             state: CaState::Open,
             route,
             snd_una: 0,
@@ -363,6 +369,7 @@ impl TcpSender {
     /// Replace the congestion control.
     pub fn set_cc(&mut self, cc: Box<dyn CongestionControl>) {
         self.paces = cc.pacing_rate_bps().is_some();
+        self.hooks = cc.hooks();
         self.cc = cc;
     }
     pub fn wire_size(&self, len: u32) -> u32 {
@@ -444,7 +451,7 @@ impl TcpSender {
             let Some(seq) = self.next_lost() else {
                 return Room::Yes;
             };
-            self.transmit(seq, now, true, out);
+            self.retransmit(seq, now, out);
         }
     }
 
@@ -472,6 +479,23 @@ impl TcpSender {
     /// Send a new segment carrying data-level `dsn` of `len` bytes. The caller checked `room()`
     /// and `rwnd_allows_new()`.
     pub fn send_new(&mut self, dsn: u64, len: u32, now: Time, out: &mut impl FnMut(Packet)) {
+        self.send_new_in_burst(dsn, len, now, out);
+        self.schedule_probe(now);
+    }
+
+    /// [`Self::send_new`] without scheduling the loss probe: a caller sending several new
+    /// segments at the same `now` calls [`Self::end_burst`] after the last. The timer slot ends
+    /// as after as many `send_new`: the probe's conditions (TLP on, state Open, no probe
+    /// outstanding, no reordering timer) do not change while new segments go out, nothing reads
+    /// the slot between them but the RTO arming of the first (which the probe then replaces),
+    /// and the last probe scheduled is the one that counts.
+    pub fn send_new_in_burst(
+        &mut self,
+        dsn: u64,
+        len: u32,
+        now: Time,
+        out: &mut impl FnMut(Packet),
+    ) {
         if matches!(self.xmit_timer, Some((_, XmitTimer::Persist))) {
             self.xmit_timer = None;
         }
@@ -480,22 +504,59 @@ impl TcpSender {
             self.cc.cwnd_event(&mut self.w, CwndEvent::TxStart, now);
         }
         let seq = self.snd_nxt;
+        self.snd_nxt += 1;
+        // As `retransmit`, for a segment built here whole: in flight counts it already.
+        let in_flight = self.in_flight();
+        if in_flight == 0 {
+            // tcp_rate_skb_sent: a new sending window starts when nothing is in flight.
+            self.first_tx_time = now;
+            self.delivered_time = now;
+        }
         self.segs.push_back(Seg {
             xmit: now,
             dsn,
             len,
             flags: 0,
-            delivered: 0,
-            delivered_time: Time::ZERO,
-            first_tx_time: Time::ZERO,
-            app_limited: false,
+            delivered: self.delivered,
+            delivered_time: self.delivered_time,
+            first_tx_time: self.first_tx_time,
+            app_limited: self.app_limited != 0,
         });
-        self.snd_nxt += 1;
-        self.transmit(seq, now, false, out);
+        if self.state == CaState::Recovery {
+            self.prr_out += 1;
+        }
+        self.stats.sent_packets += 1;
+        let size = len + self.cfg.header;
+        if let Some(rate) = self.pacing_rate_bps() {
+            let base = self.pacing_next.max(now);
+            self.pacing_next = base + Time::tx_time(size as u64, rate.max(1));
+        }
+        self.max_in_flight = self.max_in_flight.max(in_flight);
+        out(Packet {
+            route: self.route,
+            kind: Kind::Data,
+            flags: 0,
+            size: size as u16,
+            seq: seq as u32,
+            len: len as u16,
+            dsn,
+            ts: now,
+            ts_ecr: self.peer_ts,
+            ..Default::default()
+        });
+        // Arm the retransmission timer if it is not running (RFC 6298 5.1).
+        if self.xmit_timer.is_none() {
+            self.rearm_rto(now);
+        }
     }
 
-    /// Put segment `seq` on the wire (first transmission or retransmission).
-    fn transmit(&mut self, seq: u64, now: Time, retrans: bool, out: &mut impl FnMut(Packet)) {
+    /// After new segments sent by [`Self::send_new_in_burst`] at `now`: schedule the loss probe.
+    pub fn end_burst(&mut self, now: Time) {
+        self.schedule_probe(now);
+    }
+
+    /// Put segment `seq` on the wire again (a retransmission).
+    fn retransmit(&mut self, seq: u64, now: Time, out: &mut impl FnMut(Packet)) {
         let in_flight_before = self.in_flight();
         if in_flight_before == 0 {
             // tcp_rate_skb_sent: a new sending window starts when nothing is in flight.
@@ -512,11 +573,9 @@ impl TcpSender {
         s.delivered_time = delivered_time;
         s.first_tx_time = first_tx_time;
         s.app_limited = app_limited;
-        if retrans {
-            s.flags |= RETRANS | EVER_RETRANS;
-            self.retrans_out += 1;
-            self.stats.retransmitted_packets += 1;
-        }
+        s.flags |= RETRANS | EVER_RETRANS;
+        self.retrans_out += 1;
+        self.stats.retransmitted_packets += 1;
         if self.state == CaState::Recovery {
             self.prr_out += 1;
         }
@@ -532,7 +591,7 @@ impl TcpSender {
         out(Packet {
             route: self.route,
             kind: Kind::Data,
-            flags: if retrans { flags::RETRANS } else { 0 },
+            flags: flags::RETRANS,
             size: size as u16,
             seq: seq as u32,
             len: len as u16,
@@ -544,13 +603,9 @@ impl TcpSender {
         // Arm the retransmission timer if it is not running (RFC 6298 5.1). Retransmitting the
         // head restarts it unless the RACK reordering timer is pending (Linux
         // tcp_xmit_retransmit_queue()).
-        let head_retrans =
-            retrans && idx == 0 && !matches!(self.xmit_timer, Some((_, XmitTimer::Reorder)));
+        let head_retrans = idx == 0 && !matches!(self.xmit_timer, Some((_, XmitTimer::Reorder)));
         if self.xmit_timer.is_none() || head_retrans {
             self.rearm_rto(now);
-        }
-        if !retrans {
-            self.schedule_probe(now);
         }
     }
 
@@ -692,7 +747,7 @@ impl TcpSender {
                 // Already a retransmission in flight: count it once.
                 self.retrans_out -= 1;
             }
-            self.transmit(seq, now, true, out);
+            self.retransmit(seq, now, out);
         }
         self.rearm_rto(now);
     }
@@ -779,28 +834,40 @@ impl TcpSender {
                 let end = (end as u64).min(self.snd_nxt);
                 let mut seq = start;
                 while seq < end {
-                    let idx = (seq - self.snd_una) as usize;
-                    let s = self.segs[idx];
-                    if s.flags & SACKED == 0 {
-                        self.mark_delivered(&s, now, &mut rs, &mut rs_prior_time);
-                        let s2 = &mut self.segs[idx];
-                        s2.flags |= SACKED;
-                        self.sacked_out += 1;
-                        if s.flags & LOST != 0 {
-                            self.lost_out -= 1;
-                        }
-                        if s.flags & RETRANS != 0 {
-                            self.retrans_out -= 1;
-                        }
-                        s2.flags &= !(LOST | RETRANS);
-                        newly += 1;
-                        if s.flags & EVER_RETRANS == 0 {
-                            sack_rtt = Some(now - s.xmit);
-                        }
-                        self.rack_advance(s.xmit, seq + 1, s.flags & EVER_RETRANS != 0, now);
-                        self.note_reordering(seq, s.flags);
-                        self.highest_sacked = self.highest_sacked.max(seq + 1);
+                    let mut idx = (seq - self.snd_una) as usize;
+                    if self.segs[idx].flags & SACKED != 0 {
+                        // Most of a block repeats what earlier ACKs reported: skip the run of
+                        // segments SACKed before by iterator, not by index per segment.
+                        let to = (end - self.snd_una) as usize;
+                        let Some(k) = self
+                            .segs
+                            .range(idx + 1..to)
+                            .position(|s| s.flags & SACKED == 0)
+                        else {
+                            break;
+                        };
+                        seq += k as u64 + 1;
+                        idx += k + 1;
                     }
+                    let s = self.segs[idx];
+                    self.mark_delivered(&s, now, &mut rs, &mut rs_prior_time);
+                    let s2 = &mut self.segs[idx];
+                    s2.flags |= SACKED;
+                    self.sacked_out += 1;
+                    if s.flags & LOST != 0 {
+                        self.lost_out -= 1;
+                    }
+                    if s.flags & RETRANS != 0 {
+                        self.retrans_out -= 1;
+                    }
+                    s2.flags &= !(LOST | RETRANS);
+                    newly += 1;
+                    if s.flags & EVER_RETRANS == 0 {
+                        sack_rtt = Some(now - s.xmit);
+                    }
+                    self.rack_advance(s.xmit, seq + 1, s.flags & EVER_RETRANS != 0, now);
+                    self.note_reordering(seq, s.flags);
+                    self.highest_sacked = self.highest_sacked.max(seq + 1);
                     seq += 1;
                 }
             }
@@ -931,25 +998,30 @@ impl TcpSender {
         if self.app_limited != 0 && self.delivered > self.app_limited {
             self.app_limited = 0;
         }
-        if let Some(prior_time) = rs_prior_time {
-            rs.delivered = (self.delivered - rs.prior_delivered) as i64;
-            let ack_elapsed = now - prior_time;
-            rs.interval = rs.interval.max(ack_elapsed);
-            if rs.interval < self.min_rtt() {
-                rs.interval = Time::ZERO;
-                rs.delivered = -1;
+        let in_flight = self.in_flight();
+        // The rest of the sample only for an algorithm that reads it (`cong_control`).
+        if self.hooks.cong_control {
+            if let Some(prior_time) = rs_prior_time {
+                rs.delivered = (self.delivered - rs.prior_delivered) as i64;
+                let ack_elapsed = now - prior_time;
+                rs.interval = rs.interval.max(ack_elapsed);
+                if rs.interval < self.min_rtt() {
+                    rs.interval = Time::ZERO;
+                    rs.delivered = -1;
+                }
             }
+            rs.prior_in_flight = prior_in_flight;
+            rs.acked_sacked = newly;
+            rs.losses = (self.lost_total - prior_lost) as u32;
+            rs.total_delivered = self.delivered;
+            rs.total_lost = self.lost_total;
+            rs.in_flight = in_flight;
+            rs.ca_state = Some(self.state);
+            rs.rtt = rtt;
         }
-        rs.prior_in_flight = prior_in_flight;
-        rs.acked_sacked = newly;
-        rs.losses = (self.lost_total - prior_lost) as u32;
-        rs.total_delivered = self.delivered;
-        rs.total_lost = self.lost_total;
-        rs.in_flight = self.in_flight();
-        rs.ca_state = Some(self.state);
-        rs.rtt = rtt;
 
-        // 7. Congestion control (Linux tcp_cong_control).
+        // 7. Congestion control (Linux tcp_cong_control). Hooks the algorithm leaves at their
+        // defaults (no effect) are not called.
         let info = AckInfo {
             now,
             acked: newly,
@@ -957,16 +1029,16 @@ impl TcpSender {
             srtt: self.srtt,
             min_rtt: self.min_rtt(),
             prior_in_flight,
-            in_flight: self.in_flight(),
+            in_flight,
             cwnd_limited: self.cwnd_limited
                 || self.w.in_slow_start() && prior_in_flight * 2 >= self.w.cwnd,
             snd_una: self.snd_una,
             snd_nxt: self.snd_nxt,
         };
-        if newly > 0 || rtt.is_some() {
+        if self.hooks.pkts_acked && (newly > 0 || rtt.is_some()) {
             self.cc.pkts_acked(&self.w, &info);
         }
-        if !self.cc.cong_control(&mut self.w, &rs, &info) {
+        if !(self.hooks.cong_control && self.cc.cong_control(&mut self.w, &rs, &info)) {
             if self.state == CaState::Recovery {
                 self.prr_update(newly, newly_lost, outcome.advanced);
             } else if newly > 0 && outcome.advanced {
@@ -1770,5 +1842,224 @@ mod tests {
         assert_eq!(rs.delivered, 10);
         assert_eq!(rs.interval, Time::from_ms(100));
         assert_eq!(rs.acked_sacked, 10);
+    }
+
+    /// The observable state of a sender, compared between two driven in lockstep.
+    fn state_of(s: &TcpSender) -> impl PartialEq + std::fmt::Debug {
+        (
+            (s.cwnd(), s.ssthresh(), s.state, s.in_flight(), s.lost_out()),
+            (s.srtt(), s.rttvar(), s.rto(), s.min_rtt()),
+            (
+                s.xmit_deadline(),
+                s.pacing_deadline(),
+                s.snd_una(),
+                s.snd_nxt(),
+            ),
+            (s.stats.sent_packets, s.stats.retransmitted_packets),
+            (
+                s.stats.rto_count,
+                s.stats.tlp_count,
+                s.stats.fast_recoveries,
+            ),
+            (
+                s.app_limited,
+                s.delivered,
+                s.first_tx_time,
+                s.delivered_time,
+            ),
+        )
+    }
+
+    /// Send what the windows allow, as `TcpFlow::push` does: new segments one by one with
+    /// [`TcpSender::send_new`], or as a burst ([`TcpSender::send_new_in_burst`], then
+    /// [`TcpSender::end_burst`]).
+    fn push_all(s: &mut TcpSender, now: Time, burst: bool, out: &mut Vec<Packet>) {
+        let mut o = |p| out.push(p);
+        let mut room = s.retransmit_lost(now, &mut o);
+        let mut sent = false;
+        while room == Room::Yes {
+            room = s.room(now);
+            if room != Room::Yes || !s.rwnd_allows_new() {
+                break;
+            }
+            let d = s.snd_nxt();
+            if burst {
+                s.send_new_in_burst(d, 1000, now, &mut o);
+                sent = true;
+            } else {
+                s.send_new(d, 1000, now, &mut o);
+            }
+        }
+        if sent {
+            s.end_burst(now);
+        }
+    }
+
+    /// Drive two senders with the same inputs over a lossy, reordering path (a receiver with
+    /// delayed ACKs, SACK as the senders are configured, both senders' timers) for 20 simulated
+    /// seconds: they must send the same packets and hold the same state after every step. The
+    /// first pushes new data in bursts, as `TcpFlow::push` does, the second one at a time.
+    fn lockstep(mut a: TcpSender, mut b: TcpSender, seed: u64, loss: f64) {
+        use crate::tcp::receiver::{AckDecision, ReceiverConfig, TcpReceiver};
+        let mut rng = railpath_core::Rng::from_seed(seed);
+        let mut rx = TcpReceiver::new(ReceiverConfig {
+            mss: 1000,
+            sack: a.cfg.sack,
+            delayed_ack: true,
+            delack_timeout: Time::from_ms(40),
+            rwnd_bytes: 150_000,
+            ack_bytes: 52,
+        });
+        // (arrival, order, packet, to the receiver?)
+        let mut wire: Vec<(Time, u64, Packet, bool)> = Vec::new();
+        let mut order = 0u64;
+        let (mut pa, mut pb) = (Vec::new(), Vec::new());
+        let mut now = Time::ZERO;
+        push_all(&mut a, now, true, &mut pa);
+        push_all(&mut b, now, false, &mut pb);
+        let mut steps = 0;
+        loop {
+            assert_eq!(pa, pb, "seed {seed}: same packets at {now:?}");
+            assert_eq!(
+                state_of(&a),
+                state_of(&b),
+                "seed {seed}: same state at {now:?}"
+            );
+            for p in pa.drain(..) {
+                if !rng.bernoulli(loss) {
+                    // 20 ms and up to 3 ms of jitter: some segments overtake others.
+                    let t = now + Time::from_ms(20) + Time::from_us(rng.below(3000));
+                    wire.push((t, order, p, true));
+                    order += 1;
+                }
+            }
+            pb.clear();
+            let next_wire = wire.iter().map(|w| (w.0, w.1)).min();
+            let next = [
+                next_wire.map(|w| w.0),
+                a.xmit_deadline(),
+                rx.delack_deadline(),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            let Some(t) = next else { break };
+            now = t.max(now);
+            if now > Time::from_secs(20) {
+                break;
+            }
+            steps += 1;
+            if a.xmit_deadline().is_some_and(|d| d <= now) {
+                let (da, db) = (a.snd_nxt(), b.snd_nxt());
+                a.on_timer(now, &mut |p| pa.push(p), true, || Some((da, 1000)));
+                b.on_timer(now, &mut |p| pb.push(p), true, || Some((db, 1000)));
+            } else if rx.delack_deadline().is_some_and(|d| d <= now) {
+                if rx.on_timer(now) {
+                    let mut ack = rx.build_ack(0);
+                    ack.ts = now;
+                    wire.push((now + Time::from_ms(20), order, ack, false));
+                    order += 1;
+                }
+                continue;
+            } else {
+                let i = wire
+                    .iter()
+                    .position(|w| Some((w.0, w.1)) == next_wire)
+                    .unwrap();
+                let (_, _, p, to_rx) = wire.swap_remove(i);
+                if to_rx {
+                    if rx.on_data(&p, now, &mut |_, _, _| {}) == AckDecision::Now {
+                        let mut ack = rx.build_ack(0);
+                        ack.ts = now;
+                        wire.push((now + Time::from_ms(20), order, ack, false));
+                        order += 1;
+                    }
+                    continue;
+                }
+                a.on_ack(&p, now, &Coupling::NONE);
+                b.on_ack(&p, now, &Coupling::NONE);
+            }
+            push_all(&mut a, now, true, &mut pa);
+            push_all(&mut b, now, false, &mut pb);
+        }
+        assert!(
+            steps > 1000,
+            "seed {seed}: the run went somewhere ({steps} steps)"
+        );
+        assert!(
+            loss == 0.0 || a.stats.retransmitted_packets > 0,
+            "seed {seed}: losses were recovered"
+        );
+    }
+
+    /// A congestion control that forwards to `inner` but says it implements every hook (the
+    /// trait's default), so the sender calls the hooks `inner` leaves at their defaults.
+    struct AllHooks<C>(C);
+
+    impl<C: CongestionControl> CongestionControl for AllHooks<C> {
+        fn name(&self) -> &'static str {
+            self.0.name()
+        }
+        fn ssthresh(&mut self, w: &Window, now: Time) -> u32 {
+            self.0.ssthresh(w, now)
+        }
+        fn cong_avoid(&mut self, w: &mut Window, ack: &AckInfo, c: &Coupling) {
+            self.0.cong_avoid(w, ack, c)
+        }
+        fn set_state(&mut self, w: &mut Window, state: CaState, now: Time) {
+            self.0.set_state(w, state, now)
+        }
+        fn pkts_acked(&mut self, w: &Window, ack: &AckInfo) {
+            self.0.pkts_acked(w, ack)
+        }
+        fn cwnd_event(&mut self, w: &mut Window, ev: CwndEvent, now: Time) {
+            self.0.cwnd_event(w, ev, now)
+        }
+        fn cong_control(&mut self, w: &mut Window, rs: &RateSample, ack: &AckInfo) -> bool {
+            self.0.cong_control(w, rs, ack)
+        }
+        fn undo_cwnd(&mut self, w: &Window) -> u32 {
+            self.0.undo_cwnd(w)
+        }
+        fn pacing_rate_bps(&self) -> Option<u64> {
+            self.0.pacing_rate_bps()
+        }
+    }
+
+    #[test]
+    fn new_segments_sent_as_a_burst_leave_the_timers_as_one_by_one() {
+        // Both NewReno: only the pushing differs (the probe scheduled once per burst).
+        for (sack, rack) in [(true, true), (true, false), (false, false)] {
+            for (seed, loss) in [(10, 0.03), (11, 0.01), (12, 0.002), (13, 0.0)] {
+                let mk = || TcpSender::new(cfg(sack, rack), Box::new(NewReno), 0, 150_000);
+                lockstep(mk(), mk(), seed, loss);
+            }
+        }
+    }
+
+    #[test]
+    fn hooks_an_algorithm_leaves_at_their_defaults_are_skipped_without_effect() {
+        use crate::tcp::cc::cubic::Cubic;
+        assert_eq!(NewReno.hooks(), Hooks::CONG_AVOID_ONLY);
+        assert_eq!(AllHooks(NewReno).hooks(), Hooks::ALL);
+        for (sack, rack) in [(true, true), (true, false), (false, false)] {
+            for (seed, loss) in [(0, 0.03), (1, 0.03), (2, 0.005), (3, 0.005)] {
+                let mk = |cc: Box<dyn CongestionControl>| {
+                    TcpSender::new(cfg(sack, rack), cc, 0, 150_000)
+                };
+                lockstep(
+                    mk(Box::new(NewReno)),
+                    mk(Box::new(AllHooks(NewReno))),
+                    seed,
+                    loss,
+                );
+                lockstep(
+                    mk(Box::new(Cubic::new(true))),
+                    mk(Box::new(AllHooks(Cubic::new(true)))),
+                    seed,
+                    loss,
+                );
+            }
+        }
     }
 }

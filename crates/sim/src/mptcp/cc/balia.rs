@@ -25,7 +25,7 @@
 //! below ssthresh as Linux `tcp_slow_start`; no growth unless cwnd-limited.
 
 use super::common::{acks_per_packet, paths, Path};
-use crate::tcp::cc::{AckInfo, CongestionControl, Coupling, Window};
+use crate::tcp::cc::{AckInfo, CongestionControl, Coupling, Hooks, Window};
 use railpath_core::Time;
 
 #[derive(Debug)]
@@ -65,6 +65,10 @@ pub(crate) fn alpha_and_acks(p: &[Path], me: usize) -> (f64, f64) {
 impl CongestionControl for Balia {
     fn name(&self) -> &'static str {
         "balia"
+    }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::CONG_AVOID_ONLY
     }
 
     fn ssthresh(&mut self, w: &Window, _now: Time) -> u32 {

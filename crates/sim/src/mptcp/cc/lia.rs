@@ -25,7 +25,7 @@
 //! (`tcp_reno_ssthresh`); no growth unless cwnd-limited (`tcp_is_cwnd_limited`).
 
 use super::common::{acks_per_packet, paths, Path};
-use crate::tcp::cc::{AckInfo, CongestionControl, Coupling, Window};
+use crate::tcp::cc::{AckInfo, CongestionControl, Coupling, Hooks, Window};
 use railpath_core::Time;
 
 #[derive(Debug, Default)]
@@ -64,6 +64,10 @@ pub(crate) fn acks_per_increase(p: &[Path], me: usize) -> f64 {
 impl CongestionControl for Lia {
     fn name(&self) -> &'static str {
         "lia"
+    }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::CONG_AVOID_ONLY
     }
 
     fn ssthresh(&mut self, w: &Window, _now: Time) -> u32 {

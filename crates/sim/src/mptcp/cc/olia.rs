@@ -26,7 +26,7 @@
 //! (`SubflowView::delivered_between_losses` / `delivered_since_loss`).
 
 use super::common::{paths, Path};
-use crate::tcp::cc::{AckInfo, CongestionControl, Coupling, Window};
+use crate::tcp::cc::{AckInfo, CongestionControl, Coupling, Hooks, Window};
 use railpath_core::Time;
 
 /// Tolerance on the fractional counter so that, e.g., 20 increases of 1/20 make a packet despite
@@ -90,6 +90,10 @@ pub(crate) fn increase(p: &[Path], me: usize) -> f64 {
 impl CongestionControl for Olia {
     fn name(&self) -> &'static str {
         "olia"
+    }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::CONG_AVOID_ONLY
     }
 
     fn ssthresh(&mut self, w: &Window, _now: Time) -> u32 {

@@ -47,7 +47,7 @@
 //!   RFC 9438's switch of the Reno-emulation alpha to 1 above `W_max` is not in Linux and not
 //!   here.
 
-use super::{AckInfo, CaState, CongestionControl, Coupling, CwndEvent, Window};
+use super::{AckInfo, CaState, CongestionControl, Coupling, CwndEvent, Hooks, Window};
 use railpath_core::Time;
 
 /// Multiplicative decrease, scaled by 1024 (Linux `beta`).
@@ -288,6 +288,14 @@ impl Cubic {
 impl CongestionControl for Cubic {
     fn name(&self) -> &'static str {
         "cubic"
+    }
+
+    /// `pkts_acked` (HyStart, the delay minimum), no `cong_control`.
+    fn hooks(&self) -> Hooks {
+        Hooks {
+            pkts_acked: true,
+            cong_control: false,
+        }
     }
 
     /// Linux `cubictcp_recalc_ssthresh()`.

@@ -156,6 +156,31 @@ pub struct RateSample {
     pub ca_state: Option<CaState>,
 }
 
+/// Which per-ACK hooks an algorithm implements (see [`CongestionControl::hooks`]). The sender
+/// asks once when it takes the algorithm and skips the calls to the others, and building the
+/// [`RateSample`] when `cong_control` is off: an algorithm that does not override a hook has the
+/// trait's default (no effect), so skipping it changes nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hooks {
+    /// Does it override [`CongestionControl::pkts_acked`]?
+    pub pkts_acked: bool,
+    /// Does it override [`CongestionControl::cong_control`] (and read the rate sample)?
+    pub cong_control: bool,
+}
+
+impl Hooks {
+    /// Every hook called: the default, always correct.
+    pub const ALL: Hooks = Hooks {
+        pkts_acked: true,
+        cong_control: true,
+    };
+    /// Only `cong_avoid` (and the state, event and loss hooks, called whatever this says).
+    pub const CONG_AVOID_ONLY: Hooks = Hooks {
+        pkts_acked: false,
+        cong_control: false,
+    };
+}
+
 /// Events Linux reports through `cwnd_event()`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CwndEvent {
@@ -232,5 +257,12 @@ pub trait CongestionControl: Send {
     /// algorithm paces always or never: the sender asks once whether it does.
     fn pacing_rate_bps(&self) -> Option<u64> {
         None
+    }
+
+    /// Which of `pkts_acked` and `cong_control` the algorithm overrides: the sender asks once
+    /// and calls only those (a hook left at its default does nothing). An algorithm that
+    /// overrides a hook must say so; the default, [`Hooks::ALL`], is always correct.
+    fn hooks(&self) -> Hooks {
+        Hooks::ALL
     }
 }

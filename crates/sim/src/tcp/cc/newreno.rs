@@ -3,7 +3,7 @@
 //! acked (appropriate byte counting, RFC 3465, L = unlimited like Linux), then one packet per
 //! window of packets acked; ssthresh = max(cwnd / 2, 2).
 
-use super::{AckInfo, CongestionControl, Coupling, Window};
+use super::{AckInfo, CongestionControl, Coupling, Hooks, Window};
 use railpath_core::Time;
 
 #[derive(Debug, Default)]
@@ -24,6 +24,10 @@ impl CongestionControl for NewReno {
         };
         let cwnd = w.cwnd;
         w.cong_avoid_ai(cwnd, acked);
+    }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::CONG_AVOID_ONLY
     }
 }
 
