@@ -193,12 +193,9 @@ impl LinkDir {
             outage_drops: false,
             down: 0,
             down_until: Time::ZERO,
-            packets: Ring::with_capacity(
-                256 + match limit {
-                    Limit::Packets(n) => n.min(100_000) as usize + 1,
-                    Limit::Bytes(b) => (b / 1500).min(100_000) as usize + 1,
-                },
-            ),
+            // The ring doubles when full: its memory follows what the direction holds (a ring
+            // sized for the buffer limit up front would write every slot of it).
+            packets: Ring::with_capacity(64),
             in_pipe: 0,
             queued_bytes: 0,
             busy: false,
