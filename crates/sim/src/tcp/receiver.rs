@@ -185,7 +185,7 @@ impl TcpReceiver {
         TcpReceiver {
             cfg,
             rcv_nxt: 0,
-            ooo: VecDeque::with_capacity(256),
+            ooo: VecDeque::with_capacity(16),
             ooo_bytes: 0,
             ooo_segs: 0,
             blocks: [(0, 0); MAX_SACK_BLOCKS],

@@ -266,7 +266,7 @@ impl TcpSender {
             route,
             snd_una: 0,
             snd_nxt: 0,
-            segs: VecDeque::with_capacity(1024),
+            segs: VecDeque::with_capacity(16),
             sacked_out: 0,
             lost_out: 0,
             retrans_out: 0,
