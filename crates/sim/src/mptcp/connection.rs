@@ -160,8 +160,10 @@ pub(crate) struct MptcpFlow {
     send_buffer_limit: Option<u64>,
     /// DSNs queued for reinjection with the subflow they came from.
     reinject_q: VecDeque<(u64, u16)>,
-    /// Reinjected flag per DSN in [data_una, app.next).
-    reinjected: VecDeque<bool>,
+    /// The DSNs in [data_una, app.next) queued for reinjection once already, ascending (each
+    /// segment is reinjected at most once). Written only when a subflow fails or is unplugged
+    /// and pruned when the data ACK passes it, so new data and data ACKs do not touch it.
+    reinjected: Vec<u64>,
     reinjections: u64,
     // data-level receiver
     rx: DataReceiver,
@@ -541,7 +543,7 @@ impl MptcpFlow {
             peer_right_edge: rcv_buf_segs,
             send_buffer_limit: f.send_buffer_packets.map(u64::from),
             reinject_q: VecDeque::new(),
-            reinjected: VecDeque::with_capacity(1024),
+            reinjected: Vec::new(),
             reinjections: 0,
             rx: DataReceiver {
                 rcv_nxt: 0,
@@ -950,7 +952,6 @@ impl MptcpFlow {
                 self.reinjections += 1;
             } else {
                 self.app.take();
-                self.reinjected.push_back(false);
             }
         }
         for j in 0..self.subflows.len() {
@@ -1166,7 +1167,6 @@ impl MptcpFlow {
                 self.note_new_send(j, now);
                 if dsn == self.app.next {
                     self.app.take();
-                    self.reinjected.push_back(false);
                 }
             }
         }
@@ -1211,7 +1211,6 @@ impl MptcpFlow {
                 self.reinjections += 1;
             } else {
                 self.app.take();
-                self.reinjected.push_back(false);
             }
         }
     }
@@ -1283,10 +1282,23 @@ impl MptcpFlow {
             }
         }
         for dsn in dsns {
-            let k = (dsn - data_una) as usize;
-            if k < self.reinjected.len() && !self.reinjected[k] {
-                self.reinjected[k] = true;
+            if self.mark_reinjected(dsn) {
                 self.reinject_q.push_back((dsn, j as u16));
+            }
+        }
+    }
+
+    /// Note that `dsn` is queued for reinjection: true if it is outstanding at the data level
+    /// (in [data_una, app.next)) and was not queued before.
+    fn mark_reinjected(&mut self, dsn: u64) -> bool {
+        if dsn < self.data_una || dsn >= self.app.next {
+            return false;
+        }
+        match self.reinjected.binary_search(&dsn) {
+            Ok(_) => false,
+            Err(at) => {
+                self.reinjected.insert(at, dsn);
+                true
             }
         }
     }
@@ -1356,9 +1368,7 @@ impl MptcpFlow {
             dsns.extend(sf.wq.drain(..).map(|(dsn, _)| dsn));
             sf.wq_bytes = 0;
             for dsn in dsns {
-                let i = (dsn - data_una) as usize;
-                if i < self.reinjected.len() && !self.reinjected[i] {
-                    self.reinjected[i] = true;
+                if self.mark_reinjected(dsn) {
                     self.reinject_q.push_back((dsn, j as u16));
                 }
             }
@@ -1436,10 +1446,11 @@ impl FlowOps for MptcpFlow {
                 // Data-level ACK and window (ACKs on different subflows may be reordered).
                 if p.data_ack > self.data_una {
                     let adv = p.data_ack - self.data_una;
-                    for _ in 0..adv.min(self.reinjected.len() as u64) {
-                        self.reinjected.pop_front();
-                    }
                     self.data_una = p.data_ack;
+                    if self.reinjected.first().is_some_and(|&d| d < p.data_ack) {
+                        let acked = self.reinjected.partition_point(|&d| d < p.data_ack);
+                        self.reinjected.drain(..acked);
+                    }
                     if let Some(ls) = self.linux.as_mut() {
                         // `__mptcp_clean_una()`: all data acknowledged stops the MPTCP-level
                         // retransmit timer, anything still outstanding restarts it.
