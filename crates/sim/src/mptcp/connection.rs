@@ -758,16 +758,26 @@ impl MptcpFlow {
     /// The scheduler's choice for the next segment, if some usable subflow has space and the
     /// scheduler picks one of those (both send paths ask the same way).
     fn pick_subflow(&mut self, now: Time) -> Option<usize> {
+        let light = ConnInfo::light(now, self.mss);
+        self.pick_subflow_with(now, &light)
+    }
+
+    /// [`Self::pick_subflow`] with the light connection snapshot `light` made once by the
+    /// caller (it holds only `now` and the MSS, the same for every segment of one push).
+    #[inline(always)]
+    fn pick_subflow_with(&mut self, now: Time, light: &ConnInfo) -> Option<usize> {
         // Nothing can take a segment now: no decision to ask for.
         if !self.infos.iter().any(|i| i.usable && i.has_space) {
             return None;
         }
+        let full;
         let conn = if self.light {
-            ConnInfo::light(now, self.mss)
+            light
         } else {
-            self.conn_info(now)
+            full = self.conn_info(now);
+            &full
         };
-        let Decision::Send(i) = self.scheduler.pick(&self.infos, &conn) else {
+        let Decision::Send(i) = self.scheduler.pick(&self.infos, conn) else {
             return None;
         };
         self.infos
@@ -1180,6 +1190,10 @@ impl MptcpFlow {
         // hidden from the scheduler (usable = false). Every other entry has usable = !failed
         // from the snapshot and its refreshes, so only a change of the hidden subflow is written.
         let mut hidden: Option<usize> = None;
+        let light = ConnInfo::light(now, self.mss);
+        // Per segment, the monitor's and the mechanisms' bookkeeping only when one is on.
+        let watched =
+            self.monitor.is_some() || self.pha_blocks.is_some() || self.phad_backup.is_some();
         while let Some((dsn, len, from)) = self.next_segment() {
             if !have_snapshot {
                 self.snapshot(now);
@@ -1196,15 +1210,17 @@ impl MptcpFlow {
                 }
                 hidden = from;
             }
-            let Some(i) = self.pick_subflow(now) else {
+            let Some(i) = self.pick_subflow_with(now, &light) else {
                 break;
             };
             let seq = self.subflows[i].sender.snd_nxt();
             self.subflows[i].sender.send_new(dsn, len, now, &mut |p| {
                 net.send(p);
             });
-            self.note_assign(i, dsn, seq, len, now);
-            self.note_new_send(i, now);
+            if watched {
+                self.note_assign(i, dsn, seq, len, now);
+                self.note_new_send(i, now);
+            }
             self.refresh_after_send(i, now);
             if from.is_some() {
                 self.reinject_q.pop_front();
