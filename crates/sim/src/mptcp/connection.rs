@@ -1399,17 +1399,26 @@ impl MptcpFlow {
             self.views.clear();
             self.views.resize(n, SubflowView::default());
         }
-        let all_backup = self.subflows.iter().all(|s| s.backup || s.failed);
+        // A subflow is active unless it is a backup or failed; when every one is, all are
+        // active. One pass writes the first rule; the second case (rare) is fixed up after.
+        let mut any_active = false;
         for (v, sf) in self.views.iter_mut().zip(&self.subflows) {
             let s = &sf.sender;
+            let active = !(sf.backup || sf.failed);
+            any_active |= active;
             *v = SubflowView {
                 cwnd: s.cwnd(),
                 srtt: s.srtt(),
                 mss: s.cfg.mss,
                 delivered_since_loss: s.delivered_since_loss,
                 delivered_between_losses: s.delivered_between_losses,
-                active: all_backup || !(sf.backup || sf.failed),
+                active,
             };
+        }
+        if !any_active {
+            for v in &mut self.views {
+                v.active = true;
+            }
         }
     }
 }
@@ -1840,5 +1849,34 @@ impl FlowOps for MptcpFlow {
             }
         }
         (summary, series)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::harness::Harness;
+
+    /// The coupled control's views mark a subflow active unless it is a backup or failed, and
+    /// every subflow active when all are backups or failed (LIA couples over the backups then):
+    /// each combination of backup and failed over three subflows, against that rule written out.
+    #[test]
+    fn views_active_unless_backup_or_failed_all_when_none_is_left() {
+        let mut h = Harness::new(&["a", "b", "c"], "cc = \"lia\"\nscheduler = \"minrtt\"");
+        for mask in 0u32..(1 << 6) {
+            for (j, sf) in h.flow.subflows.iter_mut().enumerate() {
+                sf.backup = mask >> (2 * j) & 1 != 0;
+                sf.failed = mask >> (2 * j) & 2 != 0;
+            }
+            h.flow.fill_views();
+            let out = |j: usize| mask >> (2 * j) & 3 != 0;
+            let none_left = (0..3).all(out);
+            for (j, v) in h.flow.views.iter().enumerate() {
+                assert_eq!(
+                    v.active,
+                    none_left || !out(j),
+                    "mask {mask:#x}, subflow {j}"
+                );
+            }
+        }
     }
 }
