@@ -160,8 +160,10 @@ pub(crate) struct MptcpFlow {
     send_buffer_limit: Option<u64>,
     /// DSNs queued for reinjection with the subflow they came from.
     reinject_q: VecDeque<(u64, u16)>,
-    /// Reinjected flag per DSN in [data_una, app.next).
-    reinjected: VecDeque<bool>,
+    /// The DSNs in [data_una, app.next) queued for reinjection once already, ascending (each
+    /// segment is reinjected at most once). Written only when a subflow fails or is unplugged
+    /// and pruned when the data ACK passes it, so new data and data ACKs do not touch it.
+    reinjected: Vec<u64>,
     reinjections: u64,
     // data-level receiver
     rx: DataReceiver,
@@ -541,7 +543,7 @@ impl MptcpFlow {
             peer_right_edge: rcv_buf_segs,
             send_buffer_limit: f.send_buffer_packets.map(u64::from),
             reinject_q: VecDeque::new(),
-            reinjected: VecDeque::with_capacity(1024),
+            reinjected: Vec::new(),
             reinjections: 0,
             rx: DataReceiver {
                 rcv_nxt: 0,
@@ -756,16 +758,26 @@ impl MptcpFlow {
     /// The scheduler's choice for the next segment, if some usable subflow has space and the
     /// scheduler picks one of those (both send paths ask the same way).
     fn pick_subflow(&mut self, now: Time) -> Option<usize> {
+        let light = ConnInfo::light(now, self.mss);
+        self.pick_subflow_with(now, &light)
+    }
+
+    /// [`Self::pick_subflow`] with the light connection snapshot `light` made once by the
+    /// caller (it holds only `now` and the MSS, the same for every segment of one push).
+    #[inline(always)]
+    fn pick_subflow_with(&mut self, now: Time, light: &ConnInfo) -> Option<usize> {
         // Nothing can take a segment now: no decision to ask for.
         if !self.infos.iter().any(|i| i.usable && i.has_space) {
             return None;
         }
+        let full;
         let conn = if self.light {
-            ConnInfo::light(now, self.mss)
+            light
         } else {
-            self.conn_info(now)
+            full = self.conn_info(now);
+            &full
         };
-        let Decision::Send(i) = self.scheduler.pick(&self.infos, &conn) else {
+        let Decision::Send(i) = self.scheduler.pick(&self.infos, conn) else {
             return None;
         };
         self.infos
@@ -950,7 +962,6 @@ impl MptcpFlow {
                 self.reinjections += 1;
             } else {
                 self.app.take();
-                self.reinjected.push_back(false);
             }
         }
         for j in 0..self.subflows.len() {
@@ -1166,7 +1177,6 @@ impl MptcpFlow {
                 self.note_new_send(j, now);
                 if dsn == self.app.next {
                     self.app.take();
-                    self.reinjected.push_back(false);
                 }
             }
         }
@@ -1180,6 +1190,10 @@ impl MptcpFlow {
         // hidden from the scheduler (usable = false). Every other entry has usable = !failed
         // from the snapshot and its refreshes, so only a change of the hidden subflow is written.
         let mut hidden: Option<usize> = None;
+        let light = ConnInfo::light(now, self.mss);
+        // Per segment, the monitor's and the mechanisms' bookkeeping only when one is on.
+        let watched =
+            self.monitor.is_some() || self.pha_blocks.is_some() || self.phad_backup.is_some();
         while let Some((dsn, len, from)) = self.next_segment() {
             if !have_snapshot {
                 self.snapshot(now);
@@ -1196,22 +1210,23 @@ impl MptcpFlow {
                 }
                 hidden = from;
             }
-            let Some(i) = self.pick_subflow(now) else {
+            let Some(i) = self.pick_subflow_with(now, &light) else {
                 break;
             };
             let seq = self.subflows[i].sender.snd_nxt();
             self.subflows[i].sender.send_new(dsn, len, now, &mut |p| {
                 net.send(p);
             });
-            self.note_assign(i, dsn, seq, len, now);
-            self.note_new_send(i, now);
+            if watched {
+                self.note_assign(i, dsn, seq, len, now);
+                self.note_new_send(i, now);
+            }
             self.refresh_after_send(i, now);
             if from.is_some() {
                 self.reinject_q.pop_front();
                 self.reinjections += 1;
             } else {
                 self.app.take();
-                self.reinjected.push_back(false);
             }
         }
     }
@@ -1283,10 +1298,23 @@ impl MptcpFlow {
             }
         }
         for dsn in dsns {
-            let k = (dsn - data_una) as usize;
-            if k < self.reinjected.len() && !self.reinjected[k] {
-                self.reinjected[k] = true;
+            if self.mark_reinjected(dsn) {
                 self.reinject_q.push_back((dsn, j as u16));
+            }
+        }
+    }
+
+    /// Note that `dsn` is queued for reinjection: true if it is outstanding at the data level
+    /// (in [data_una, app.next)) and was not queued before.
+    fn mark_reinjected(&mut self, dsn: u64) -> bool {
+        if dsn < self.data_una || dsn >= self.app.next {
+            return false;
+        }
+        match self.reinjected.binary_search(&dsn) {
+            Ok(_) => false,
+            Err(at) => {
+                self.reinjected.insert(at, dsn);
+                true
             }
         }
     }
@@ -1356,9 +1384,7 @@ impl MptcpFlow {
             dsns.extend(sf.wq.drain(..).map(|(dsn, _)| dsn));
             sf.wq_bytes = 0;
             for dsn in dsns {
-                let i = (dsn - data_una) as usize;
-                if i < self.reinjected.len() && !self.reinjected[i] {
-                    self.reinjected[i] = true;
+                if self.mark_reinjected(dsn) {
                     self.reinject_q.push_back((dsn, j as u16));
                 }
             }
@@ -1373,17 +1399,26 @@ impl MptcpFlow {
             self.views.clear();
             self.views.resize(n, SubflowView::default());
         }
-        let all_backup = self.subflows.iter().all(|s| s.backup || s.failed);
+        // A subflow is active unless it is a backup or failed; when every one is, all are
+        // active. One pass writes the first rule; the second case (rare) is fixed up after.
+        let mut any_active = false;
         for (v, sf) in self.views.iter_mut().zip(&self.subflows) {
             let s = &sf.sender;
+            let active = !(sf.backup || sf.failed);
+            any_active |= active;
             *v = SubflowView {
                 cwnd: s.cwnd(),
                 srtt: s.srtt(),
                 mss: s.cfg.mss,
                 delivered_since_loss: s.delivered_since_loss,
                 delivered_between_losses: s.delivered_between_losses,
-                active: all_backup || !(sf.backup || sf.failed),
+                active,
             };
+        }
+        if !any_active {
+            for v in &mut self.views {
+                v.active = true;
+            }
         }
     }
 }
@@ -1436,10 +1471,11 @@ impl FlowOps for MptcpFlow {
                 // Data-level ACK and window (ACKs on different subflows may be reordered).
                 if p.data_ack > self.data_una {
                     let adv = p.data_ack - self.data_una;
-                    for _ in 0..adv.min(self.reinjected.len() as u64) {
-                        self.reinjected.pop_front();
-                    }
                     self.data_una = p.data_ack;
+                    if self.reinjected.first().is_some_and(|&d| d < p.data_ack) {
+                        let acked = self.reinjected.partition_point(|&d| d < p.data_ack);
+                        self.reinjected.drain(..acked);
+                    }
                     if let Some(ls) = self.linux.as_mut() {
                         // `__mptcp_clean_una()`: all data acknowledged stops the MPTCP-level
                         // retransmit timer, anything still outstanding restarts it.
@@ -1813,5 +1849,34 @@ impl FlowOps for MptcpFlow {
             }
         }
         (summary, series)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::harness::Harness;
+
+    /// The coupled control's views mark a subflow active unless it is a backup or failed, and
+    /// every subflow active when all are backups or failed (LIA couples over the backups then):
+    /// each combination of backup and failed over three subflows, against that rule written out.
+    #[test]
+    fn views_active_unless_backup_or_failed_all_when_none_is_left() {
+        let mut h = Harness::new(&["a", "b", "c"], "cc = \"lia\"\nscheduler = \"minrtt\"");
+        for mask in 0u32..(1 << 6) {
+            for (j, sf) in h.flow.subflows.iter_mut().enumerate() {
+                sf.backup = mask >> (2 * j) & 1 != 0;
+                sf.failed = mask >> (2 * j) & 2 != 0;
+            }
+            h.flow.fill_views();
+            let out = |j: usize| mask >> (2 * j) & 3 != 0;
+            let none_left = (0..3).all(out);
+            for (j, v) in h.flow.views.iter().enumerate() {
+                assert_eq!(
+                    v.active,
+                    none_left || !out(j),
+                    "mask {mask:#x}, subflow {j}"
+                );
+            }
+        }
     }
 }
