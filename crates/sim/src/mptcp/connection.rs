@@ -547,7 +547,7 @@ impl MptcpFlow {
             reinjections: 0,
             rx: DataReceiver {
                 rcv_nxt: 0,
-                ooo: VecDeque::with_capacity(1024),
+                ooo: VecDeque::with_capacity(16),
                 ooo_count: 0,
                 delivered_bytes: 0,
                 bin_bytes: 0,
@@ -978,6 +978,7 @@ impl MptcpFlow {
     /// A subflow sends from its write queue while its cwnd (and pacing) allows.
     fn xmit_queue(&mut self, j: usize, now: Time, net: &mut Net) {
         let sf = &mut self.subflows[j];
+        let mut sent = false;
         while let Some(&(dsn, len)) = sf.wq.front() {
             if !sf.has_room(now) {
                 break;
@@ -985,12 +986,17 @@ impl MptcpFlow {
             sf.wq.pop_front();
             sf.wq_bytes -= len as u64;
             let seq = sf.sender.snd_nxt();
-            sf.sender.send_new(dsn, len, now, &mut |p| {
+            // The loss probe once after the burst (`TcpSender::send_new_in_burst`).
+            sf.sender.send_new_in_burst(dsn, len, now, &mut |p| {
                 net.send(p);
             });
+            sent = true;
             if let Some(m) = self.monitor.as_mut() {
                 m.assign(j, dsn, seq, len, now);
             }
+        }
+        if sent {
+            sf.sender.end_burst(now);
         }
     }
 
