@@ -532,21 +532,27 @@ impl TcpSender {
             self.pacing_next = base + Time::tx_time(size as u64, rate.max(1));
         }
         self.max_in_flight = self.max_in_flight.max(in_flight);
-        out(Packet {
+        out(self.data_packet(seq, dsn, len, 0, now));
+        // Arm the retransmission timer if it is not running (RFC 6298 5.1).
+        if self.xmit_timer.is_none() {
+            self.rearm_rto(now);
+        }
+    }
+
+    /// Data segment `seq` (data-level `dsn`, `len` payload bytes) as it goes on the wire at `now`.
+    #[inline(always)]
+    fn data_packet(&self, seq: u64, dsn: u64, len: u32, flags: u8, now: Time) -> Packet {
+        Packet {
             route: self.route,
             kind: Kind::Data,
-            flags: 0,
-            size: size as u16,
+            flags,
+            size: (len + self.cfg.header) as u16,
             seq: seq as u32,
             len: len as u16,
             dsn,
             ts: now,
             ts_ecr: self.peer_ts,
             ..Default::default()
-        });
-        // Arm the retransmission timer if it is not running (RFC 6298 5.1).
-        if self.xmit_timer.is_none() {
-            self.rearm_rto(now);
         }
     }
 
@@ -588,18 +594,7 @@ impl TcpSender {
         }
         let inf = self.in_flight();
         self.max_in_flight = self.max_in_flight.max(inf);
-        out(Packet {
-            route: self.route,
-            kind: Kind::Data,
-            flags: flags::RETRANS,
-            size: size as u16,
-            seq: seq as u32,
-            len: len as u16,
-            dsn,
-            ts: now,
-            ts_ecr: self.peer_ts,
-            ..Default::default()
-        });
+        out(self.data_packet(seq, dsn, len, flags::RETRANS, now));
         // Arm the retransmission timer if it is not running (RFC 6298 5.1). Retransmitting the
         // head restarts it unless the RACK reordering timer is pending (Linux
         // tcp_xmit_retransmit_queue()).
