@@ -239,10 +239,9 @@ impl LinkDir {
 
     /// Queue `p` (with time `t`), then give the queue's copy its position on its route and its
     /// enqueue time. They are written into the copy, after it is made, in the slot the ring
-    /// hands back: a field written
-    /// into the packet just before the copy would make the copy's wide loads wait for that
-    /// narrow store (no store-to-load forwarding), which cost the sending path about a tenth of
-    /// its wall time (docs/performance.md).
+    /// hands back: a field written into the packet just before the copy would make the copy's
+    /// wide loads wait for that narrow store (no store-to-load forwarding), which cost the
+    /// sending path about a tenth of its wall time (docs/performance.md).
     #[inline(always)]
     fn push_stamped(&mut self, t: Time, p: Packet, hop: u16, now: Time) {
         let (_, q) = self.packets.push_back((t, p));

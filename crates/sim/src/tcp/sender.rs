@@ -2057,4 +2057,36 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn the_coupled_algorithms_leave_the_hooks_they_skip_at_their_defaults() {
+        // LIA, OLIA and BALIA declare `cong_avoid` only; alone (no coupling) they run as Reno
+        // through the same hooks, so a sender that calls every hook must do the same.
+        use crate::mptcp::cc::{balia::Balia, lia::Lia, olia::Olia};
+        assert_eq!(Lia::default().hooks(), Hooks::CONG_AVOID_ONLY);
+        assert_eq!(Olia::default().hooks(), Hooks::CONG_AVOID_ONLY);
+        assert_eq!(Balia::default().hooks(), Hooks::CONG_AVOID_ONLY);
+        for (seed, loss) in [(20, 0.03), (21, 0.005)] {
+            let mk =
+                |cc: Box<dyn CongestionControl>| TcpSender::new(cfg(true, true), cc, 0, 150_000);
+            lockstep(
+                mk(Box::<Lia>::default()),
+                mk(Box::new(AllHooks(Lia::default()))),
+                seed,
+                loss,
+            );
+            lockstep(
+                mk(Box::<Olia>::default()),
+                mk(Box::new(AllHooks(Olia::default()))),
+                seed,
+                loss,
+            );
+            lockstep(
+                mk(Box::<Balia>::default()),
+                mk(Box::new(AllHooks(Balia::default()))),
+                seed,
+                loss,
+            );
+        }
+    }
 }
