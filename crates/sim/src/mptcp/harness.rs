@@ -115,7 +115,7 @@ impl Harness {
 
     /// The endpoint a packet's route ends at.
     fn endpoint(&self, p: &Packet) -> Endpoint {
-        match self.net.routes[p.route as usize].last() {
+        match self.net.route(p.route).last() {
             Some(Hop::Sink(e)) => *e,
             _ => unreachable!("every harness route is a sink"),
         }

@@ -91,7 +91,13 @@ pub struct Net {
     /// a test that plays the network by hand (`crate::mptcp::harness`). Not in other builds.
     #[cfg(test)]
     pub wire: Vec<Packet>,
-    pub routes: Vec<Vec<Hop>>,
+    /// Every route's hops, one after another: a route's number is the index of its first hop,
+    /// so the hop a packet is at is `hops[route + hop]`, one load from the table (a table of
+    /// per-route vectors took two dependent loads, on every packet's path; docs/performance.md).
+    /// Routes are only appended, and never change once added.
+    hops: Vec<Hop>,
+    /// Each route's first hop in `hops`, in order (routes' numbers).
+    route_starts: Vec<u32>,
     pub bonds: Vec<bond::Bond>,
     /// Per link direction: whether the packets leaving it take [`Net::exits`] (it is a bond's
     /// member, or the run is tapped); set by [`Net::add_bond`] and [`Net::set_tap`]. A
@@ -106,7 +112,14 @@ impl std::fmt::Debug for Net {
         f.debug_struct("Net")
             .field("sched", &self.sched)
             .field("dirs", &self.dirs)
-            .field("routes", &self.routes)
+            .field(
+                "routes",
+                &self
+                    .route_starts
+                    .iter()
+                    .map(|&r| self.route(r))
+                    .collect::<Vec<_>>(),
+            )
             .field("bonds", &self.bonds)
             .field("tap", &self.tap.is_some())
             .finish()
@@ -120,7 +133,8 @@ impl Net {
             dirs: Vec::new(),
             #[cfg(test)]
             wire: Vec::new(),
-            routes: Vec::new(),
+            hops: Vec::new(),
+            route_starts: Vec::new(),
             bonds: Vec::new(),
             exit_special: Vec::new(),
             tap: None,
@@ -132,13 +146,25 @@ impl Net {
         self.sched.now()
     }
 
-    /// Add a route; returns its index.
+    /// Add a route; returns its number (the index of its first hop in the flat table).
     pub fn add_route(&mut self, mut hops: Vec<Hop>) -> u32 {
         if self.tap.is_some() {
             tap_hops(&mut hops);
         }
-        self.routes.push(hops);
-        (self.routes.len() - 1) as u32
+        let start = u32::try_from(self.hops.len()).expect("fewer than 2^32 hops in all routes");
+        self.hops.extend_from_slice(&hops);
+        self.route_starts.push(start);
+        start
+    }
+
+    /// Route `r`'s hops (`r` as [`Net::add_route`] returned it).
+    pub fn route(&self, r: u32) -> &[Hop] {
+        let k = self.route_starts.partition_point(|&s| s <= r);
+        let end = self
+            .route_starts
+            .get(k)
+            .map_or(self.hops.len(), |&e| e as usize);
+        self.hops.get(r as usize..end).unwrap_or(&[])
     }
 
     /// Add a bond over link directions already added; returns its index.
@@ -161,9 +187,7 @@ impl Net {
         self.tap = Some(tap);
         self.exit_special.clear();
         self.exit_special.resize(self.dirs.len(), true);
-        for r in &mut self.routes {
-            tap_hops(r);
-        }
+        tap_hops(&mut self.hops);
     }
 
     /// Send a packet from its route's start. (Every route of a run starts at a link; a route
@@ -171,7 +195,7 @@ impl Net {
     #[inline]
     pub fn send(&mut self, mut p: Packet) {
         // The first hop; the queue's copy of the packet is told its hop (`LinkDir::push_stamped`).
-        match self.routes[p.route as usize][0] {
+        match self.hops[p.route as usize] {
             Hop::Dir(d) => self.enqueue(d, p, 0),
             Hop::Bond(b) => {
                 p.hop = 0;
@@ -193,7 +217,7 @@ impl Net {
 
     /// The connection (flow, subflow) a packet belongs to: its route's endpoint.
     fn conn_of(&self, p: &Packet) -> (u32, u16) {
-        match self.routes[p.route as usize].last() {
+        match self.route(p.route).last() {
             Some(Hop::Sink(e)) => (e.flow, e.sub),
             _ => (u32::MAX, 0),
         }
@@ -253,7 +277,7 @@ impl Net {
     /// The hop a packet is at.
     #[inline]
     fn hop_of(&self, p: &Packet) -> Hop {
-        self.routes[p.route as usize][p.hop as usize]
+        self.hops[p.route as usize + p.hop as usize]
     }
 
     /// Offer a packet at position `hop` of its route to link direction `d`, starting its server
@@ -311,7 +335,7 @@ impl Net {
 
     /// The endpoint `p`'s route ends at.
     fn sink_of(&self, p: &Packet) -> Endpoint {
-        match self.routes[p.route as usize].last() {
+        match self.route(p.route).last() {
             Some(Hop::Sink(e)) => *e,
             // Every route ends at its sink (`World::build`).
             _ => Endpoint {
@@ -387,7 +411,7 @@ impl Net {
             // The next hop. A packet going on to a link is not written before the queue copies
             // it (`LinkDir::push_stamped`); the sink does not read `hop`.
             let hop = p.hop + 1;
-            match self.routes[p.route as usize][hop as usize] {
+            match self.hops[p.route as usize + hop as usize] {
                 Hop::Dir(next) => self.enqueue(next, p, hop),
                 Hop::Bond(bd) => {
                     p.hop = hop;
@@ -422,7 +446,7 @@ impl Net {
                 }
             }
             let hop = p.hop + 1;
-            match self.routes[p.route as usize][hop as usize] {
+            match self.hops[p.route as usize + hop as usize] {
                 Hop::Dir(next) => self.enqueue(next, p, hop),
                 Hop::Bond(bd) => {
                     p.hop = hop;
@@ -507,5 +531,52 @@ fn tap_hops(hops: &mut [Hop]) {
 impl Default for Net {
     fn default() -> Self {
         Net::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct NoTap;
+    impl PacketTap for NoTap {
+        fn enter(&mut self, _: Time, _: u32, _: Endpoint, _: &Packet) {}
+        fn leave(&mut self, _: Time, _: u32, _: Endpoint, _: &Packet) {}
+    }
+
+    fn sink(flow: u32) -> Hop {
+        Hop::Sink(Endpoint {
+            flow,
+            sub: 0,
+            side: Side::Receiver,
+        })
+    }
+
+    #[test]
+    fn routes_are_numbered_by_their_first_hop_and_keep_their_hops() {
+        let mut net = Net::new();
+        let a = net.add_route(vec![Hop::Dir(0), Hop::Dir(2), sink(1)]);
+        let b = net.add_route(vec![sink(2)]);
+        let c = net.add_route(vec![Hop::Bond(1), sink(3)]);
+        // Numbers are offsets in the flat table: 0, then 3 (after a's three hops), then 4.
+        assert_eq!((a, b, c), (0, 3, 4));
+        assert_eq!(net.route(a), &[Hop::Dir(0), Hop::Dir(2), sink(1)]);
+        assert_eq!(net.route(b), &[sink(2)]);
+        assert_eq!(net.route(c), &[Hop::Bond(1), sink(3)]);
+        // A packet at hop 1 of route a is at its second link.
+        let p = Packet {
+            route: a,
+            hop: 1,
+            ..Default::default()
+        };
+        assert_eq!(net.hop_of(&p), Hop::Dir(2));
+        assert_eq!(net.sink_of(&p).flow, 1);
+        assert_eq!(net.conn_of(&Packet { route: c, ..p }), (3, 0));
+        // A tap turns every link hop into a tapped one, in routes added before and after it.
+        net.set_tap(Box::new(NoTap));
+        let d = net.add_route(vec![Hop::Dir(5), sink(4)]);
+        assert_eq!(net.route(a), &[Hop::TapDir(0), Hop::TapDir(2), sink(1)]);
+        assert_eq!(net.route(c), &[Hop::Bond(1), sink(3)]);
+        assert_eq!(net.route(d), &[Hop::TapDir(5), sink(4)]);
     }
 }
