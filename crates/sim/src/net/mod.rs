@@ -403,10 +403,25 @@ impl Net {
     /// [`Net::arrivals`] at a plain far end ([`Net::is_plain_exit`]).
     #[inline]
     pub fn plain_arrivals(&mut self, d: u32, mut sink: impl FnMut(&mut Net, Endpoint, &Packet)) {
-        let now = self.sched.now();
+        let mut now = self.sched.now();
         loop {
-            let Some(mut p) = self.next_arrival(d, now) else {
-                return;
+            let mut p = match self.dirs[d as usize].arrival_due(now) {
+                Ok(true) => match self.dirs[d as usize].take_arrival() {
+                    Some(p) => p,
+                    None => return,
+                },
+                Ok(false) => return,
+                Err(t) => {
+                    // The pipe's next arrival: when it is the next event, it is popped at once
+                    // and handled here, as the event loop would (`Scheduler::at_or_take`).
+                    if !self.sched.at_or_take(t, Event::LinkArrival { dir: d })
+                        || !self.dirs[d as usize].take_arrival_event(t)
+                    {
+                        return;
+                    }
+                    now = t;
+                    continue;
+                }
             };
             // The next hop. A packet going on to a link is not written before the queue copies
             // it (`LinkDir::push_stamped`); the sink does not read `hop`.
