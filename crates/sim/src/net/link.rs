@@ -15,6 +15,7 @@
 
 use super::packet::Packet;
 use super::ring::Ring;
+use super::Hop;
 use railpath_core::{Rng, Time};
 use railpath_scenario::OutageMode;
 use std::sync::Arc;
@@ -91,6 +92,30 @@ pub struct OutageLog {
     pub arrivals: Vec<Time>,
 }
 
+/// A packet a direction holds, with its arrival time (in the pipe; the `LOST` bit for a fixed
+/// direction's packet lost at the server) and the hop of its route it goes to when it arrives,
+/// looked up when it was enqueued (the route's hops are adjacent there, and the arrival then
+/// needs no lookup in the route table).
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    t: Time,
+    next: Hop,
+    p: Packet,
+}
+
+/// The next hop of a packet enqueued without one ([`LinkDir::enqueue`], which tests use).
+const NO_HOP: Hop = Hop::Dir(u32::MAX);
+
+impl Default for Slot {
+    fn default() -> Slot {
+        Slot {
+            t: Time::ZERO,
+            next: NO_HOP,
+            p: Packet::default(),
+        }
+    }
+}
+
 /// One direction of a link.
 #[derive(Debug)]
 pub struct LinkDir {
@@ -125,7 +150,7 @@ pub struct LinkDir {
     /// arrival times), then the queue's (the first one at the server; the time is unused). One
     /// ring buffer, so that a packet leaving the server enters the pipe where it is, unmoved
     /// (packets are copied at every move).
-    packets: Ring<(Time, Packet)>,
+    packets: Ring<Slot>,
     /// How many of `packets` are in the pipe.
     in_pipe: usize,
     pub queued_bytes: u64,
@@ -231,9 +256,9 @@ impl LinkDir {
     pub fn enqueue(&mut self, p: Packet, now: Time) -> Wake {
         let hop = p.hop;
         if self.fixed {
-            self.enqueue_fixed(p, now, hop)
+            self.enqueue_fixed(p, now, hop, NO_HOP)
         } else {
-            self.enqueue_evented(p, now, hop)
+            self.enqueue_evented(p, now, hop, NO_HOP)
         }
     }
 
@@ -243,15 +268,15 @@ impl LinkDir {
     /// wide loads wait for that narrow store (no store-to-load forwarding), which cost the
     /// sending path about a tenth of its wall time (docs/performance.md).
     #[inline(always)]
-    fn push_stamped(&mut self, t: Time, p: Packet, hop: u16, now: Time) {
-        let (_, q) = self.packets.push_back((t, p));
-        q.hop = hop;
-        q.enq = now;
+    fn push_stamped(&mut self, t: Time, p: Packet, hop: u16, next: Hop, now: Time) {
+        let q = self.packets.push_back(Slot { t, next, p });
+        q.p.hop = hop;
+        q.p.enq = now;
     }
 
     /// [`LinkDir::enqueue`] on a direction with service events.
     #[inline(never)]
-    pub fn enqueue_evented(&mut self, p: Packet, now: Time, hop: u16) -> Wake {
+    pub fn enqueue_evented(&mut self, p: Packet, now: Time, hop: u16, next: Hop) -> Wake {
         if self.down > 0 {
             self.log_outage_arrival(now);
             if self.outage_drops {
@@ -265,7 +290,7 @@ impl LinkDir {
         }
         self.queued_bytes += p.size as u64;
         self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queued_bytes);
-        self.push_stamped(Time::ZERO, p, hop, now);
+        self.push_stamped(Time::ZERO, p, hop, next, now);
         if let Some(a) = &mut self.awake {
             a.packet(now);
         }
@@ -306,7 +331,7 @@ impl LinkDir {
     /// the packet's departure, its random loss (drawn in departure order, as at the server) and
     /// its arrival are decided now.
     #[inline(never)]
-    pub fn enqueue_fixed(&mut self, p: Packet, now: Time, hop: u16) -> Wake {
+    pub fn enqueue_fixed(&mut self, p: Packet, now: Time, hop: u16, next: Hop) -> Wake {
         self.depart(now, true);
         let size = u64::from(p.size);
         if !self.fits(size as u32) {
@@ -324,10 +349,10 @@ impl LinkDir {
         // The delay is constant, so arrivals keep departure order (no `last_arrival` bound).
         let at = dep + self.fixed_delay;
         if lost {
-            self.push_stamped(Time::from_ns(at.ns() | LOST), p, hop, now);
+            self.push_stamped(Time::from_ns(at.ns() | LOST), p, hop, next, now);
             return Wake::None;
         }
-        self.push_stamped(at, p, hop, now);
+        self.push_stamped(at, p, hop, next, now);
         if self.arrival_armed.is_none() {
             self.arrival_armed = Some(at);
             Wake::Arrival(at)
@@ -345,7 +370,7 @@ impl LinkDir {
             return;
         }
         let delay = self.fixed_delay;
-        while let Some(&(t, ref p)) = self.packets.get(self.in_pipe) {
+        while let Some(&Slot { t, ref p, .. }) = self.packets.get(self.in_pipe) {
             let lost = t.ns() & LOST != 0;
             let dep = Time::from_ns(t.ns() & !LOST) - delay;
             if dep > now || (dep == now && !inclusive) {
@@ -374,7 +399,7 @@ impl LinkDir {
     #[inline(never)]
     fn arrival_due_lost(&mut self, now: Time) -> Result<bool, Time> {
         self.depart(now, true);
-        while let Some(&(t, _)) = self.packets.front() {
+        while let Some(&Slot { t, .. }) = self.packets.front() {
             if t.ns() & LOST == 0 || self.in_pipe == 0 {
                 break;
             }
@@ -382,14 +407,14 @@ impl LinkDir {
             self.in_pipe -= 1;
         }
         match self.packets.front() {
-            Some(&(t, _)) if t <= now => return Ok(true),
+            Some(&Slot { t, .. }) if t <= now => return Ok(true),
             _ => {}
         }
         if self.arrival_armed.is_some() {
             return Ok(false);
         }
-        match self.packets.iter().find(|(t, _)| t.ns() & LOST == 0) {
-            Some(&(at, _)) => {
+        match self.packets.iter().find(|s| s.t.ns() & LOST == 0) {
+            Some(&Slot { t: at, .. }) => {
                 self.arrival_armed = Some(at);
                 Err(at)
             }
@@ -410,7 +435,7 @@ impl LinkDir {
     /// Start serving the head packet.
     fn start(&mut self, now: Time) -> Wake {
         // The packet at the server: the queue's head.
-        let Some((_, head)) = self.packets.get(self.in_pipe) else {
+        let Some(Slot { p: head, .. }) = self.packets.get(self.in_pipe) else {
             self.busy = false;
             return Wake::None;
         };
@@ -464,7 +489,7 @@ impl LinkDir {
                 tr.cursor += 1; // this opportunity is used
             }
             while budget > 0 {
-                let Some((_, head)) = self.packets.get(self.in_pipe) else {
+                let Some(Slot { p: head, .. }) = self.packets.get(self.in_pipe) else {
                     break;
                 };
                 let tr = self.trace.as_mut().expect("trace");
@@ -497,7 +522,7 @@ impl LinkDir {
     fn finish(&mut self, now: Time) -> Option<Time> {
         let i = self.in_pipe;
         let (enq, size) = {
-            let p = &self.packets[i].1;
+            let p = &self.packets[i].p;
             (p.enq, p.size as u64)
         };
         self.queued_bytes -= size;
@@ -515,7 +540,7 @@ impl LinkDir {
         self.stats.forwarded_bytes += size;
         let at = (now + self.base_delay + self.extra_delay).max(self.last_arrival);
         self.last_arrival = at;
-        self.packets[i].0 = at;
+        self.packets[i].t = at;
         self.in_pipe += 1;
         if self.arrival_armed.is_none() {
             self.arrival_armed = Some(at);
@@ -567,7 +592,7 @@ impl LinkDir {
     fn arrival_due_fixed(&mut self, now: Time) -> Result<bool, Time> {
         // A lost packet's time has the `LOST` bit: never due, never the head's arrival.
         match self.packets.front() {
-            Some(&(t, _)) if t.ns() & LOST == 0 => {
+            Some(&Slot { t, .. }) if t.ns() & LOST == 0 => {
                 if t <= now {
                     // It has departed (its departure is `delay` before); the departures'
                     // bookkeeping is lazy, done when something needs it.
@@ -594,7 +619,7 @@ impl LinkDir {
             if self.in_pipe == 0 {
                 return Ok(false);
             }
-            let at = self.packets[0].0;
+            let at = self.packets[0].t;
             if at > now {
                 self.arrival_armed = Some(at);
                 return Err(at);
@@ -631,7 +656,18 @@ impl LinkDir {
             return None;
         }
         self.in_pipe -= 1;
-        self.packets.pop_front().map(|(_, p)| p)
+        self.packets.pop_front().map(|s| s.p)
+    }
+
+    /// [`LinkDir::take_arrival`], with the hop the packet goes to next (as its enqueuer said:
+    /// [`LinkDir::enqueue_fixed`]).
+    #[inline]
+    pub fn take_arrival_next(&mut self) -> Option<(Hop, Packet)> {
+        if self.in_pipe == 0 {
+            return None;
+        }
+        self.in_pipe -= 1;
+        self.packets.pop_front().map(|s| (s.next, s.p))
     }
 
     /// An outage starts (nested outages are counted).
@@ -671,7 +707,7 @@ impl LinkDir {
             0
         };
         while self.queue_len() > keep {
-            let (_, p) = self.packets.pop_back().expect("len > keep");
+            let Slot { p, .. } = self.packets.pop_back().expect("len > keep");
             self.queued_bytes -= p.size as u64;
             self.stats.drops_outage += 1;
         }
@@ -694,7 +730,7 @@ impl LinkDir {
         self.outage_drops = false;
         let mut arm = None;
         if self.arrival_armed.is_none() {
-            arm = (self.in_pipe > 0).then(|| self.packets[0].0.max(now));
+            arm = (self.in_pipe > 0).then(|| self.packets[0].t.max(now));
             self.arrival_armed = arm;
         }
         let wake = if !self.busy && self.queue_len() > 0 {
@@ -716,8 +752,8 @@ impl LinkDir {
         self.packets
             .iter()
             .enumerate()
-            .filter(|&(i, (t, p))| {
-                p.route == route && !(self.fixed && i < self.in_pipe && t.ns() & LOST != 0)
+            .filter(|&(i, s)| {
+                s.p.route == route && !(self.fixed && i < self.in_pipe && s.t.ns() & LOST != 0)
             })
             .count() as u64
     }
@@ -909,6 +945,64 @@ mod tests {
             !d.take_arrival_event(Time::from_us(11_300)),
             "not the armed time"
         );
+    }
+
+    #[test]
+    fn a_packet_arrives_with_the_next_hop_it_was_enqueued_with() {
+        // Both kinds of direction keep each packet's next hop beside it, through losses.
+        let sink = |flow| {
+            Hop::Sink(super::super::Endpoint {
+                flow,
+                sub: 0,
+                side: super::super::Side::Receiver,
+            })
+        };
+        for fixed in [true, false] {
+            let mut d = dir(Limit::Packets(100));
+            d.loss = 0.3;
+            assert!(d.make_fixed());
+            d.fixed = fixed;
+            let mut wake = Wake::None;
+            for k in 0..40u32 {
+                let p = Packet {
+                    seq: k,
+                    size: 1500,
+                    ..Default::default()
+                };
+                let next = if k % 3 == 0 { Hop::Dir(k) } else { sink(k) };
+                let w = if fixed {
+                    d.enqueue_fixed(p, Time::ZERO, 0, next)
+                } else {
+                    d.enqueue_evented(p, Time::ZERO, 0, next)
+                };
+                if w != Wake::None {
+                    wake = w;
+                }
+            }
+            // A direction with service events serves its queue into the pipe.
+            while let Wake::Service(t) = wake {
+                wake = d.service(t).0;
+            }
+            let mut got = 0;
+            loop {
+                match d.arrival_due(Time::MAX) {
+                    Ok(true) => {
+                        let (next, p) = d.take_arrival_next().expect("due");
+                        let want = if p.seq % 3 == 0 {
+                            Hop::Dir(p.seq)
+                        } else {
+                            sink(p.seq)
+                        };
+                        assert_eq!(next, want, "packet {}", p.seq);
+                        got += 1;
+                    }
+                    Ok(false) => break,
+                    Err(t) => panic!("everything is due at the end of time, not at {t:?}"),
+                }
+            }
+            // About 70 % of 40 arrive (30 % random loss at the server).
+            assert!((15..40).contains(&got), "{got} arrived");
+        }
     }
 
     #[test]

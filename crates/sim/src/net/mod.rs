@@ -287,12 +287,14 @@ impl Net {
         let now = self.sched.now();
         // `LinkDir::enqueue`'s dispatch written out, each kind scheduling its own event: one
         // three-way match on the returned `Wake` cost the BOND bench case 0.15 % by layout.
+        // Where the packet goes when it leaves this direction: the hop after `hop`.
+        let next = self.hops[p.route as usize + hop as usize + 1];
         let dir = &mut self.dirs[d as usize];
         if dir.is_fixed() {
-            if let Wake::Arrival(t) = dir.enqueue_fixed(p, now, hop) {
+            if let Wake::Arrival(t) = dir.enqueue_fixed(p, now, hop, next) {
                 self.sched.at(t, Event::LinkArrival { dir: d });
             }
-        } else if let Wake::Service(t) = dir.enqueue_evented(p, now, hop) {
+        } else if let Wake::Service(t) = dir.enqueue_evented(p, now, hop, next) {
             self.sched.at(t, Event::LinkService { dir: d });
         }
     }
@@ -405,9 +407,9 @@ impl Net {
     pub fn plain_arrivals(&mut self, d: u32, mut sink: impl FnMut(&mut Net, Endpoint, &Packet)) {
         let mut now = self.sched.now();
         loop {
-            let mut p = match self.dirs[d as usize].arrival_due(now) {
-                Ok(true) => match self.dirs[d as usize].take_arrival() {
-                    Some(p) => p,
+            let (next, mut p) = match self.dirs[d as usize].arrival_due(now) {
+                Ok(true) => match self.dirs[d as usize].take_arrival_next() {
+                    Some(x) => x,
                     None => return,
                 },
                 Ok(false) => return,
@@ -426,7 +428,7 @@ impl Net {
             // The next hop. A packet going on to a link is not written before the queue copies
             // it (`LinkDir::push_stamped`); the sink does not read `hop`.
             let hop = p.hop + 1;
-            match self.hops[p.route as usize + hop as usize] {
+            match next {
                 Hop::Dir(next) => self.enqueue(next, p, hop),
                 Hop::Bond(bd) => {
                     p.hop = hop;
