@@ -287,7 +287,13 @@ impl TcpReceiver {
             self.delack_deadline = Some(t);
             return AckDecision::Delayed(t);
         }
-        // Out of order.
+        self.hold(p, seq, now)
+    }
+
+    /// Hold out-of-order segment `seq` and report it (out of line: the in-order path is the
+    /// common one and keeps fewer registers without it).
+    #[inline(never)]
+    fn hold(&mut self, p: &Packet, seq: u64, now: Time) -> AckDecision {
         let off = (seq - self.rcv_nxt) as usize;
         if self.ooo.len() <= off {
             self.ooo.resize(off + 1, None);
@@ -343,6 +349,25 @@ impl TcpReceiver {
         (self.rcv_nxt + lo as u64, self.rcv_nxt + hi as u64)
     }
 
+    /// [`Self::range_of`] for `seq` just held, before the stored blocks are updated: when the
+    /// most recent block ends at `seq` it is the whole run below it (every stored block is its
+    /// run's current extent, see [`Self::report_block`]), so only the held segments above
+    /// `seq` are walked. Data arriving behind a hole extends the most recent block: without
+    /// this the walk went back over the whole run for every segment.
+    fn run_of_held(&self, seq: u64) -> (u64, u64) {
+        let (lo, e) = self.blocks[0];
+        if self.nblocks == 0 || e != seq || lo < self.rcv_nxt {
+            return self.range_of(seq);
+        }
+        let mut hi = (seq - self.rcv_nxt) as usize + 1;
+        while hi < self.ooo.len() && self.ooo[hi].is_some() {
+            hi += 1;
+        }
+        let run = (lo, self.rcv_nxt + hi as u64);
+        debug_assert_eq!(run, self.range_of(seq));
+        run
+    }
+
     /// RFC 2018: the block with `seq` first, then earlier blocks not covered by it.
     ///
     /// Every stored block is the whole run of held segments it starts (its current extent):
@@ -351,7 +376,7 @@ impl TcpReceiver {
     /// earlier block either starts inside `first` (covered by it) or is reported as stored;
     /// only `seq`'s run is walked.
     fn report_block(&mut self, seq: u64) {
-        let first = self.range_of(seq);
+        let first = self.run_of_held(seq);
         let mut out = [(0u64, 0u64); MAX_SACK_BLOCKS];
         out[0] = first;
         let mut n = 1;

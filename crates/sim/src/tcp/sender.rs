@@ -72,7 +72,7 @@ const CLOCK_GRANULARITY: Time = Time::from_ms(1);
 /// Linux `TCP_RTO_MIN` added to the PTO when a single packet is outstanding (delayed-ACK slack).
 const TLP_SINGLE_PACKET_SLACK: Time = Time::from_ms(200);
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 struct Seg {
     xmit: Time,
     dsn: u64,
@@ -235,6 +235,12 @@ pub struct TcpSender {
     /// Packets delivered since the last loss, and between the last two losses (OLIA).
     pub delivered_since_loss: u64,
     pub delivered_between_losses: u64,
+    /// Tests: every ACK through the full path (see [`TcpSender::on_clean_ack`]).
+    #[cfg(test)]
+    full_path_only: bool,
+    /// Tests: ACKs that took [`TcpSender::on_clean_ack`].
+    #[cfg(test)]
+    clean_acks: u64,
 }
 
 /// What an ACK did, for the owner (MPTCP needs the newly acked DSNs; TCP only the count).
@@ -304,6 +310,10 @@ impl TcpSender {
             armed: None,
             delivered_since_loss: 0,
             delivered_between_losses: 0,
+            #[cfg(test)]
+            full_path_only: false,
+            #[cfg(test)]
+            clean_acks: 0,
             cfg,
         }
     }
@@ -804,6 +814,9 @@ impl TcpSender {
             // Old (reordered) ACK or acknowledging unsent data: ignore.
             return outcome;
         }
+        if cum > self.snd_una && ack.nsack == 0 && self.clean() {
+            return self.on_clean_ack(ack, cum, now, coupling);
+        }
         let prior_in_flight = self.in_flight();
         let prior_snd_una = self.snd_una;
         let prior_lost = self.lost_total;
@@ -1055,6 +1068,167 @@ impl TcpSender {
             self.schedule_probe(now);
         }
         outcome
+    }
+
+    /// May an ACK that advances snd_una without SACK blocks take [`Self::on_clean_ack`]? With
+    /// SACK on, in state Open, with nothing SACKed, marked lost or retransmitted (the counters
+    /// count the SACKED, LOST and RETRANS marks of the scoreboard, so no segment bears one), and
+    /// no SACKed segment at or above snd_una (`highest_sacked`, which RACK.reord's test
+    /// compares with), for an algorithm that takes no rate sample (`cong_control`).
+    #[inline]
+    fn clean(&self) -> bool {
+        #[cfg(test)]
+        if self.full_path_only {
+            return false;
+        }
+        self.cfg.sack
+            && self.state == CaState::Open
+            && (self.sacked_out | self.lost_out | self.retrans_out) == 0
+            && self.highest_sacked <= self.snd_una
+            && !self.hooks.cong_control
+    }
+
+    /// The common ACK: [`Self::on_ack`] for a cumulative ACK that advances snd_una to `cum`,
+    /// carries no SACK block, and finds the scoreboard clean ([`Self::clean`]). It makes the
+    /// state changes the full path makes, in the same order, and skips what the guards make
+    /// void there:
+    /// - the SACK scoreboard update (no blocks), and per acked segment the SACKED, LOST and
+    ///   RETRANS bookkeeping (no segment is marked) and RFC 8985's RACK.reord test (no segment
+    ///   lies below `highest_sacked`);
+    /// - loss detection: RACK (RFC 8985 6.2) marks a segment lost only when a segment sent
+    ///   after it was delivered while it was not; with nothing SACKed every delivered segment
+    ///   has left the scoreboard, so every segment still in it was sent after them all (or is
+    ///   a retransmission, and none is). The full path's guard (something SACKed, lost or
+    ///   retransmitted) is false after this ACK too, and DupThresh needs SACKed segments;
+    /// - the state machine: Open stays Open (nothing lost, nothing SACKed, not a duplicate);
+    /// - the rate sample, which only `cong_control` reads (the sender's `first_tx_time` and
+    ///   `delivered_time`, which `mark_delivered` also sets, are set here the same way).
+    ///
+    /// The lockstep test `the_clean_ack_path_leaves_the_state_as_the_full_path` drives a sender
+    /// taking this path against one forced through the full path.
+    fn on_clean_ack(
+        &mut self,
+        ack: &Packet,
+        cum: u64,
+        now: Time,
+        coupling: &Coupling,
+    ) -> AckOutcome {
+        #[cfg(test)]
+        {
+            self.clean_acks += 1;
+        }
+        let prior_in_flight = self.packets_out();
+        self.snd_wnd = ack.rwnd as u64;
+        if self.snd_wnd > 0 {
+            self.persist_backoff = 0;
+        }
+        self.peer_ts = self.peer_ts.max(ack.ts);
+
+        // 2. Cumulative ACK: `segs[0..n]` are segments snd_una..cum.
+        let n = (cum - self.snd_una) as usize;
+        let min_rtt = self.min_rtt();
+        let mut seq_rtt: Option<Time> = None;
+        // tcp_rate_skb_delivered: the sampled segment is the first, then any later one sent
+        // with at least as much delivered; the sender's `first_tx_time` follows it.
+        let mut prior_delivered = 0;
+        let mut first = true;
+        let mut end = self.snd_una;
+        let (mut rack_xmit, mut rack_end_seq, mut rack_rtt) =
+            (self.rack_xmit, self.rack_end_seq, self.rack_rtt);
+        for s in self.segs.range(..n) {
+            debug_assert_eq!(s.flags & (SACKED | LOST | RETRANS), 0);
+            end += 1;
+            if first || s.delivered >= prior_delivered {
+                first = false;
+                prior_delivered = s.delivered;
+                self.first_tx_time = s.xmit;
+            }
+            let ever_retrans = s.flags & EVER_RETRANS != 0;
+            let rtt = now - s.xmit;
+            if !ever_retrans && seq_rtt.is_none() {
+                seq_rtt = Some(rtt);
+            }
+            // rack_advance
+            if ever_retrans && rtt < min_rtt {
+                continue;
+            }
+            if s.xmit > rack_xmit || (s.xmit == rack_xmit && end > rack_end_seq) {
+                rack_xmit = s.xmit;
+                rack_end_seq = end;
+                rack_rtt = rtt;
+            }
+        }
+        (self.rack_xmit, self.rack_end_seq, self.rack_rtt) = (rack_xmit, rack_end_seq, rack_rtt);
+        self.segs.drain(..n);
+        self.delivered += n as u64;
+        self.delivered_time = now;
+        self.snd_una = cum;
+        if self.highest_sacked < self.snd_una {
+            self.highest_sacked = self.snd_una;
+        }
+        self.retx_hint = self.retx_hint.max(self.snd_una);
+        if let Some(h) = self.tlp_high_seq {
+            if self.snd_una >= h {
+                self.tlp_high_seq = None;
+            }
+        }
+        let newly = n as u32;
+
+        // 3. RTT sample.
+        let rtt = seq_rtt.or_else(|| {
+            if ack.ts_ecr > Time::ZERO && ack.ts_ecr <= now {
+                Some(now - ack.ts_ecr)
+            } else {
+                None
+            }
+        });
+        if let Some(r) = rtt {
+            self.rtt_sample(r);
+            // RFC 6298 5.7: a valid sample clears the backoff.
+            self.backoff = 0;
+        }
+        self.delivered_since_loss += newly as u64;
+
+        // 6. Delivery rate: the app-limited phase ends once its data is delivered.
+        if self.app_limited != 0 && self.delivered > self.app_limited {
+            self.app_limited = 0;
+        }
+        let in_flight = self.packets_out();
+
+        // 7. Congestion control: not in recovery, the ACK advanced snd_una.
+        let info = AckInfo {
+            now,
+            acked: newly,
+            rtt,
+            srtt: self.srtt,
+            min_rtt: self.min_rtt(),
+            prior_in_flight,
+            in_flight,
+            cwnd_limited: self.cwnd_limited
+                || self.w.in_slow_start() && prior_in_flight * 2 >= self.w.cwnd,
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_nxt,
+        };
+        if self.hooks.pkts_acked {
+            self.cc.pkts_acked(&self.w, &info);
+        }
+        self.cc.cong_avoid(&mut self.w, &info, coupling);
+        if self.w.cwnd == 0 {
+            self.w.cwnd = 1;
+        }
+        self.cwnd_limited = false;
+
+        // 8. Timers.
+        if in_flight == 0 {
+            self.xmit_timer = None;
+        } else {
+            self.rearm_rto(now);
+            self.schedule_probe(now);
+        }
+        AckOutcome {
+            newly_acked: newly,
+            advanced: true,
+        }
     }
 
     /// tcp_rate_skb_delivered for segment `s`, newly delivered.
@@ -1840,7 +2014,7 @@ mod tests {
     }
 
     /// The observable state of a sender, compared between two driven in lockstep.
-    fn state_of(s: &TcpSender) -> impl PartialEq + std::fmt::Debug {
+    fn state_of(s: &TcpSender) -> impl PartialEq + std::fmt::Debug + '_ {
         (
             (s.cwnd(), s.ssthresh(), s.state, s.in_flight(), s.lost_out()),
             (s.srtt(), s.rttvar(), s.rto(), s.min_rtt()),
@@ -1861,6 +2035,22 @@ mod tests {
                 s.delivered,
                 s.first_tx_time,
                 s.delivered_time,
+            ),
+            // The rest of the sender, whole: the scoreboard and every counter and variable.
+            (
+                (
+                    &s.segs,
+                    s.sacked_out,
+                    s.retrans_out,
+                    s.retx_hint,
+                    s.high_seq,
+                ),
+                (s.reordering, s.highest_sacked, s.backoff, s.lost_total),
+                (s.rack_xmit, s.rack_end_seq, s.rack_rtt, s.rack_reord),
+                (s.tlp_high_seq, s.xmit_timer, s.prr_delivered, s.prr_out),
+                (s.prior_cwnd, s.cwnd_limited, s.max_in_flight, s.snd_wnd),
+                (s.persist_backoff, s.peer_ts, s.w, s.stats.window_probes),
+                (s.delivered_since_loss, s.delivered_between_losses),
             ),
         )
     }
@@ -1894,7 +2084,7 @@ mod tests {
     /// delayed ACKs, SACK as the senders are configured, both senders' timers) for 20 simulated
     /// seconds: they must send the same packets and hold the same state after every step. The
     /// first pushes new data in bursts, as `TcpFlow::push` does, the second one at a time.
-    fn lockstep(mut a: TcpSender, mut b: TcpSender, seed: u64, loss: f64) {
+    fn lockstep(mut a: TcpSender, mut b: TcpSender, seed: u64, loss: f64) -> u64 {
         use crate::tcp::receiver::{AckDecision, ReceiverConfig, TcpReceiver};
         let mut rng = railpath_core::Rng::from_seed(seed);
         let mut rx = TcpReceiver::new(ReceiverConfig {
@@ -1985,6 +2175,7 @@ mod tests {
             loss == 0.0 || a.stats.retransmitted_packets > 0,
             "seed {seed}: losses were recovered"
         );
+        a.clean_acks
     }
 
     /// A congestion control that forwards to `inner` but says it implements every hook (the
@@ -2030,6 +2221,67 @@ mod tests {
                 lockstep(mk(), mk(), seed, loss);
             }
         }
+    }
+
+    #[test]
+    fn the_clean_ack_path_leaves_the_state_as_the_full_path() {
+        // One sender takes `on_clean_ack` where its guards hold, the other every ACK through
+        // the full path: the same packets and the same whole state after every step, over
+        // lossy and reordering paths (recoveries, timeouts, loss probes, SACKed segments
+        // cumulatively acked) and a clean one.
+        use crate::mptcp::cc::lia::Lia;
+        use crate::tcp::cc::cubic::Cubic;
+        let mut clean = 0;
+        for (sack, rack) in [(true, true), (true, false), (false, false)] {
+            for (seed, loss) in [(30, 0.03), (31, 0.01), (32, 0.002), (33, 0.0)] {
+                let algorithms: [fn() -> Box<dyn CongestionControl>; 3] = [
+                    || Box::new(NewReno),
+                    || Box::new(Cubic::new(true)),
+                    || Box::<Lia>::default(),
+                ];
+                for mk_cc in algorithms {
+                    let fast = TcpSender::new(cfg(sack, rack), mk_cc(), 0, 150_000);
+                    let mut full = TcpSender::new(cfg(sack, rack), mk_cc(), 0, 150_000);
+                    full.full_path_only = true;
+                    clean += lockstep(fast, full, seed, loss);
+                }
+            }
+        }
+        assert!(clean > 10_000, "the clean path was taken ({clean} ACKs)");
+    }
+
+    #[test]
+    fn a_clean_ack_with_an_rtt_sample_clears_the_backoff() {
+        // A recovery that ends on an ACK without an RTT sample (only a retransmission acked, no
+        // timestamp echo) leaves the backoff in Open; the next ACK, clean, samples 50 ms and
+        // must clear it as the full path does (RFC 6298 5.7). The lockstep runs hardly reach
+        // this: their ACKs echo timestamps.
+        let mut s = sender(true, true);
+        send_n(&mut s, 1, Time::ZERO);
+        let mut v = Vec::new();
+        // The probe (PTO = initial RTO, 1 s) retransmits the segment, then the RTO fires at 2 s.
+        for _ in 0..2 {
+            let t = s.xmit_deadline().unwrap();
+            s.on_timer(t, &mut |p| v.push(p), false, || None);
+        }
+        let t2 = Time::from_secs(2);
+        assert_eq!((s.state, s.backoff), (CaState::Loss, 1));
+        s.retransmit_lost(t2, &mut |p| v.push(p));
+        let t3 = t2 + Time::from_ms(10);
+        s.on_ack(&ack(1, &[], Time::ZERO), t3, &Coupling::NONE);
+        assert_eq!(
+            (s.state, s.backoff, s.rto()),
+            (CaState::Open, 1, Time::from_secs(2))
+        );
+        send_n(&mut s, 2, t3);
+        s.on_ack(
+            &ack(3, &[], Time::ZERO),
+            t3 + Time::from_ms(50),
+            &Coupling::NONE,
+        );
+        assert_eq!(s.clean_acks, 1);
+        // SRTT 50 ms, RTTVAR 25 ms: RTO = max(50 + 4 x 25, 200) = 200 ms, not backed off.
+        assert_eq!((s.backoff, s.rto()), (0, Time::from_ms(200)));
     }
 
     #[test]
