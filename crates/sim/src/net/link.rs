@@ -117,50 +117,24 @@ impl Default for Slot {
 }
 
 /// One direction of a link.
+///
+/// Laid out in declaration order (`repr(C)`), on cache-line boundaries: the fields every packet
+/// of a fixed direction touches (its ring, arrival, departures, drop-tail test and statistics)
+/// come first, in the struct's first four lines, and the rest (Wi-Fi, traces, outages) after
+/// them. The compiler's own order spread them over the 1 kB struct, and an event's first touch
+/// of a direction waited on several lines (docs/performance.md).
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub struct LinkDir {
-    /// Index of the link this direction belongs to.
-    pub link: u32,
-    pub rate_bps: u64,
-    pub base_delay: Time,
-    /// Extra delay from the radio model (weak signal), added to `base_delay`.
-    pub extra_delay: Time,
-    pub loss: f64,
-    pub extra_loss: f64,
-    pub limit: Limit,
-    pub trace: Option<Trace>,
-    /// An 802.11a/g interface: each packet's service time is the MAC's (instead of `rate_bps`,
-    /// which then holds the saturation rate for 1500-byte packets, for reference).
-    pub wifi: Option<super::wifi::WifiMac>,
-    /// The channel this direction's Wi-Fi station shares with the link's other direction.
-    pub channel: Option<std::rc::Rc<super::wifi::Channel>>,
-    /// The head packet's MAC attempts all failed: it is lost when it leaves the server.
-    head_lost: bool,
-    /// Power accounting of a bond member's data direction (awake and asleep time).
-    pub awake: Option<crate::power::AwakeClock>,
-    pub outage_mode: OutageMode,
-    /// Whether the outage in progress loses what the link holds and receives (the link's
-    /// `outage_mode` is drop, or a failure dropped its queue: [`LinkDir::drop_queue`]).
-    outage_drops: bool,
-    /// Nesting count of outages in force.
-    pub down: u32,
-    /// End of the current outage (for re-arming held pipe arrivals).
-    pub down_until: Time,
     /// Every packet of this direction in FIFO order: first the pipe's (propagating, with their
     /// arrival times), then the queue's (the first one at the server; the time is unused). One
     /// ring buffer, so that a packet leaving the server enters the pipe where it is, unmoved
     /// (packets are copied at every move).
     packets: Ring<Slot>,
+    arrival_armed: Option<Time>,
     /// How many of `packets` are in the pipe.
     in_pipe: usize,
     pub queued_bytes: u64,
-    /// The server is serialising the head packet (or waiting for a delivery opportunity).
-    pub busy: bool,
-    arrival_armed: Option<Time>,
-    last_arrival: Time,
-    /// A fixed direction ([`LinkDir::make_fixed`]): each packet's departure from the server is
-    /// computed when it is enqueued, and no service event is scheduled.
-    fixed: bool,
     /// Fixed direction: when the server finishes the last packet enqueued.
     last_dep: Time,
     /// Fixed direction: its loss probability and one-way delay (constant for the run).
@@ -172,10 +146,43 @@ pub struct LinkDir {
     /// Fixed direction: departures passed so far, the service events a direction with a
     /// service event per packet would have processed ([`crate::net::Net::events`]).
     pub departures: u64,
-    rng: Rng,
     pub stats: DirStats,
+    pub limit: Limit,
+    /// A fixed direction ([`LinkDir::make_fixed`]): each packet's departure from the server is
+    /// computed when it is enqueued, and no service event is scheduled.
+    fixed: bool,
+    /// The server is serialising the head packet (or waiting for a delivery opportunity).
+    pub busy: bool,
+    /// The head packet's MAC attempts all failed: it is lost when it leaves the server.
+    head_lost: bool,
+    /// Whether the outage in progress loses what the link holds and receives (the link's
+    /// `outage_mode` is drop, or a failure dropped its queue: [`LinkDir::drop_queue`]).
+    outage_drops: bool,
+    /// Nesting count of outages in force.
+    pub down: u32,
+    rng: Rng,
+    /// Index of the link this direction belongs to.
+    pub link: u32,
+    pub rate_bps: u64,
+    pub base_delay: Time,
+    /// Extra delay from the radio model (weak signal), added to `base_delay`.
+    pub extra_delay: Time,
+    pub loss: f64,
+    pub extra_loss: f64,
+    last_arrival: Time,
+    /// End of the current outage (for re-arming held pipe arrivals).
+    pub down_until: Time,
+    pub outage_mode: OutageMode,
+    pub trace: Option<Trace>,
+    /// The channel this direction's Wi-Fi station shares with the link's other direction.
+    pub channel: Option<std::rc::Rc<super::wifi::Channel>>,
+    /// Power accounting of a bond member's data direction (awake and asleep time).
+    pub awake: Option<crate::power::AwakeClock>,
     /// Every outage of this direction with the arrivals during it (bounded per outage).
     pub outage_log: Vec<OutageLog>,
+    /// An 802.11a/g interface: each packet's service time is the MAC's (instead of `rate_bps`,
+    /// which then holds the saturation rate for 1500-byte packets, for reference).
+    pub wifi: Option<super::wifi::WifiMac>,
 }
 
 /// What the world must do after a link operation.
