@@ -811,6 +811,24 @@ impl MptcpFlow {
             self.infos.resize(n, SubflowInfo::default());
         }
         let (light, linux) = (self.light, self.linux.is_some());
+        if light && !linux {
+            // A light entry is written only here and by `refresh_after_send` (its `has_space`)
+            // and the reinjection's hiding (its `usable`): every other field stays at its
+            // default, so only the light fields are written again (`SubflowInfo::light`).
+            for (i, (sf, slot)) in self.subflows.iter_mut().zip(&mut self.infos).enumerate() {
+                let room = sf.sender.room(now);
+                if let Room::PacedUntil(t) = room {
+                    sf.pace_wait = Some(t);
+                }
+                let s = &sf.sender;
+                slot.id = i;
+                slot.srtt = s.srtt();
+                slot.backup = sf.backup;
+                slot.usable = !sf.failed && !sf.stale;
+                slot.has_space = room == Room::Yes && s.sndbuf_allows_new();
+            }
+            return;
+        }
         for (i, (sf, slot)) in self.subflows.iter_mut().zip(&mut self.infos).enumerate() {
             *slot = info(sf, i, now, light, linux);
         }
