@@ -143,6 +143,10 @@ pub(crate) struct MptcpFlow {
     /// The scheduler reads only the light part of the snapshot (`Scheduler::light_snapshot`)
     /// and wants no feedback: the rest of each entry is left at its default.
     light: bool,
+    /// The scheduler's pick depends on its inputs alone (`Scheduler::pure_pick`) and reads a
+    /// light snapshot: `push_scheduled` reuses a pick while the snapshot it answered is
+    /// unchanged (tests turn it off to check the two ways agree).
+    pub(crate) reuse_pick: bool,
     /// Coupled congestion control (else no sibling views are built per ACK).
     coupled: bool,
     reinject_rule: Reinject,
@@ -532,6 +536,10 @@ impl MptcpFlow {
             learns: scheduler.wants_feedback(),
             redundant: scheduler.redundant(),
             light: scheduler.light_snapshot() && !scheduler.wants_feedback(),
+            reuse_pick: scheduler.light_snapshot()
+                && !scheduler.wants_feedback()
+                && scheduler.pure_pick()
+                && reinject_rule != Reinject::Linux,
             scheduler,
             coupled: f.cc.coupled(),
             reinject_rule,
@@ -849,8 +857,9 @@ impl MptcpFlow {
     /// Refresh subflow `i`'s entry after it sent a segment. A send changes only what the room
     /// depends on (in flight, pacing, counters), not the sRTT, backup or usable flags: a light
     /// entry needs only its `has_space` again.
+    /// Returns the entry's new `has_space`.
     #[inline(always)]
-    fn refresh_after_send(&mut self, i: usize, now: Time) {
+    fn refresh_after_send(&mut self, i: usize, now: Time) -> bool {
         if self.light && self.linux.is_none() {
             let sf = &mut self.subflows[i];
             let room = sf.sender.room(now);
@@ -861,8 +870,11 @@ impl MptcpFlow {
             if let Some(e) = self.infos.get_mut(i) {
                 e.has_space = has_space;
             }
+            has_space
         } else {
-            self.infos[i] = self.info(i, now);
+            let e = self.info(i, now);
+            self.infos[i] = e;
+            e.has_space
         }
     }
 
@@ -1214,6 +1226,11 @@ impl MptcpFlow {
         // hidden from the scheduler (usable = false). Every other entry has usable = !failed
         // from the snapshot and its refreshes, so only a change of the hidden subflow is written.
         let mut hidden: Option<usize> = None;
+        // With a pure scheduler and a light snapshot (`reuse_pick`), the subflow just chosen, if
+        // it still has space, is the scheduler's answer again: the send changed only that
+        // entry's `has_space`, so the snapshot is the one it answered, and the light connection
+        // view is the same for the whole push. Cleared when the hidden subflow changes.
+        let mut again: Option<usize> = None;
         let light = ConnInfo::light(now, self.mss);
         // Per segment, the monitor's and the mechanisms' bookkeeping only when one is on.
         let watched =
@@ -1233,9 +1250,14 @@ impl MptcpFlow {
                     info.usable = false;
                 }
                 hidden = from;
+                again = None;
             }
-            let Some(i) = self.pick_subflow_with(now, &light) else {
-                break;
+            let i = match again {
+                Some(i) => i,
+                None => match self.pick_subflow_with(now, &light) {
+                    Some(i) => i,
+                    None => break,
+                },
             };
             let seq = self.subflows[i].sender.snd_nxt();
             self.subflows[i].sender.send_new(dsn, len, now, &mut |p| {
@@ -1245,7 +1267,8 @@ impl MptcpFlow {
                 self.note_assign(i, dsn, seq, len, now);
                 self.note_new_send(i, now);
             }
-            self.refresh_after_send(i, now);
+            let has_space = self.refresh_after_send(i, now);
+            again = (self.reuse_pick && has_space).then_some(i);
             if from.is_some() {
                 self.reinject_q.pop_front();
                 self.reinjections += 1;
