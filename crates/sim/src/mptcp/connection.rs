@@ -899,6 +899,37 @@ impl MptcpFlow {
         Some((self.app.next, self.app.len_of(self.app.next), None))
     }
 
+    /// The first DSN of new data that [`Self::next_segment`] would refuse: the peer's window,
+    /// the application's data (all of it, or what a relay fed) and the send buffer limit. None of
+    /// them moves while one push sends (only `app.next` does), so there its test of new data
+    /// is `app.next < new_data_end()`.
+    fn new_data_end(&self) -> u64 {
+        let mut end = self.peer_right_edge;
+        match &self.app.fed {
+            Some(q) => end = end.min(self.app.next + q.segments.len() as u64),
+            None => {
+                if let Some(n) = self.app.total_segs {
+                    end = end.min(n);
+                }
+            }
+        }
+        if let Some(l) = self.send_buffer_limit {
+            // send_buffered() >= l, i.e. app.next - data_una >= l.
+            end = end.min(self.data_una.saturating_add(l));
+        }
+        end
+    }
+
+    /// [`Self::next_segment`] within one push, given its [`Self::new_data_end`].
+    #[inline(always)]
+    fn next_segment_before(&mut self, new_end: u64) -> Option<(u64, u32, Option<usize>)> {
+        if !self.reinject_q.is_empty() {
+            return self.next_segment();
+        }
+        let dsn = self.app.next;
+        (dsn < new_end).then(|| (dsn, self.app.len_of(dsn), None))
+    }
+
     fn push(&mut self, net: &mut Net) {
         let now = net.now();
         for sf in &mut self.subflows {
@@ -1235,7 +1266,8 @@ impl MptcpFlow {
         // Per segment, the monitor's and the mechanisms' bookkeeping only when one is on.
         let watched =
             self.monitor.is_some() || self.pha_blocks.is_some() || self.phad_backup.is_some();
-        while let Some((dsn, len, from)) = self.next_segment() {
+        let new_end = self.new_data_end();
+        while let Some((dsn, len, from)) = self.next_segment_before(new_end) {
             if !have_snapshot {
                 self.snapshot(now);
                 have_snapshot = true;
@@ -1902,6 +1934,49 @@ impl FlowOps for MptcpFlow {
 #[cfg(test)]
 mod tests {
     use super::super::harness::Harness;
+    use railpath_core::Rng;
+
+    /// Within a push, `next_segment_before(new_data_end())` offers what `next_segment` offers
+    /// after each new segment taken: random windows, data sizes, relay feeds, send buffer
+    /// limits and data ACKs, each followed through a run of takes.
+    #[test]
+    fn new_data_end_bounds_new_data_as_next_segment_does() {
+        let mut rng = Rng::stream(3, "new-data-end");
+        let mut draw = |m: u64| rng.next_u64() % m;
+        let mut offered = 0;
+        for case in 0..5_000 {
+            let mut h = Harness::new(&["a", "b"], "cc = \"lia\"\nscheduler = \"minrtt\"");
+            let f = &mut h.flow;
+            let mss = f.mss;
+            if draw(3) == 0 {
+                f.app = crate::flows::common::App::fed(mss);
+                for _ in 0..draw(6) {
+                    f.app.feed(mss);
+                }
+            } else if draw(2) == 0 {
+                f.app = crate::flows::common::App::new(1 + draw(30 * mss as u64), mss);
+            }
+            f.app.next = draw(12);
+            f.data_una = f.app.next.saturating_sub(draw(10));
+            f.peer_right_edge = f.data_una + draw(25);
+            f.send_buffer_limit = (draw(2) == 0).then(|| draw(12));
+            let end = f.new_data_end();
+            for step in 0..40 {
+                let general = f.next_segment();
+                assert_eq!(
+                    f.next_segment_before(end),
+                    general,
+                    "case {case} step {step}"
+                );
+                if general.is_none() {
+                    break;
+                }
+                offered += 1;
+                f.app.take();
+            }
+        }
+        assert!(offered > 10_000, "the draws offer data ({offered})");
+    }
 
     /// The coupled control's views mark a subflow active unless it is a backup or failed, and
     /// every subflow active when all are backups or failed (LIA couples over the backups then):
