@@ -143,6 +143,10 @@ pub(crate) struct MptcpFlow {
     /// The scheduler reads only the light part of the snapshot (`Scheduler::light_snapshot`)
     /// and wants no feedback: the rest of each entry is left at its default.
     light: bool,
+    /// The scheduler's pick depends on its inputs alone (`Scheduler::pure_pick`) and reads a
+    /// light snapshot: `push_scheduled` reuses a pick while the snapshot it answered is
+    /// unchanged (tests turn it off to check the two ways agree).
+    pub(crate) reuse_pick: bool,
     /// Coupled congestion control (else no sibling views are built per ACK).
     coupled: bool,
     reinject_rule: Reinject,
@@ -532,6 +536,10 @@ impl MptcpFlow {
             learns: scheduler.wants_feedback(),
             redundant: scheduler.redundant(),
             light: scheduler.light_snapshot() && !scheduler.wants_feedback(),
+            reuse_pick: scheduler.light_snapshot()
+                && !scheduler.wants_feedback()
+                && scheduler.pure_pick()
+                && reinject_rule != Reinject::Linux,
             scheduler,
             coupled: f.cc.coupled(),
             reinject_rule,
@@ -811,6 +819,24 @@ impl MptcpFlow {
             self.infos.resize(n, SubflowInfo::default());
         }
         let (light, linux) = (self.light, self.linux.is_some());
+        if light && !linux {
+            // A light entry is written only here and by `refresh_after_send` (its `has_space`)
+            // and the reinjection's hiding (its `usable`): every other field stays at its
+            // default, so only the light fields are written again (`SubflowInfo::light`).
+            for (i, (sf, slot)) in self.subflows.iter_mut().zip(&mut self.infos).enumerate() {
+                let room = sf.sender.room(now);
+                if let Room::PacedUntil(t) = room {
+                    sf.pace_wait = Some(t);
+                }
+                let s = &sf.sender;
+                slot.id = i;
+                slot.srtt = s.srtt();
+                slot.backup = sf.backup;
+                slot.usable = !sf.failed && !sf.stale;
+                slot.has_space = room == Room::Yes && s.sndbuf_allows_new();
+            }
+            return;
+        }
         for (i, (sf, slot)) in self.subflows.iter_mut().zip(&mut self.infos).enumerate() {
             *slot = info(sf, i, now, light, linux);
         }
@@ -831,8 +857,9 @@ impl MptcpFlow {
     /// Refresh subflow `i`'s entry after it sent a segment. A send changes only what the room
     /// depends on (in flight, pacing, counters), not the sRTT, backup or usable flags: a light
     /// entry needs only its `has_space` again.
+    /// Returns the entry's new `has_space`.
     #[inline(always)]
-    fn refresh_after_send(&mut self, i: usize, now: Time) {
+    fn refresh_after_send(&mut self, i: usize, now: Time) -> bool {
         if self.light && self.linux.is_none() {
             let sf = &mut self.subflows[i];
             let room = sf.sender.room(now);
@@ -843,8 +870,11 @@ impl MptcpFlow {
             if let Some(e) = self.infos.get_mut(i) {
                 e.has_space = has_space;
             }
+            has_space
         } else {
-            self.infos[i] = self.info(i, now);
+            let e = self.info(i, now);
+            self.infos[i] = e;
+            e.has_space
         }
     }
 
@@ -867,6 +897,37 @@ impl MptcpFlow {
             return None;
         }
         Some((self.app.next, self.app.len_of(self.app.next), None))
+    }
+
+    /// The first DSN of new data that [`Self::next_segment`] would refuse: the peer's window,
+    /// the application's data (all of it, or what a relay fed) and the send buffer limit. None of
+    /// them moves while one push sends (only `app.next` does), so there its test of new data
+    /// is `app.next < new_data_end()`.
+    fn new_data_end(&self) -> u64 {
+        let mut end = self.peer_right_edge;
+        match &self.app.fed {
+            Some(q) => end = end.min(self.app.next + q.segments.len() as u64),
+            None => {
+                if let Some(n) = self.app.total_segs {
+                    end = end.min(n);
+                }
+            }
+        }
+        if let Some(l) = self.send_buffer_limit {
+            // send_buffered() >= l, i.e. app.next - data_una >= l.
+            end = end.min(self.data_una.saturating_add(l));
+        }
+        end
+    }
+
+    /// [`Self::next_segment`] within one push, given its [`Self::new_data_end`].
+    #[inline(always)]
+    fn next_segment_before(&mut self, new_end: u64) -> Option<(u64, u32, Option<usize>)> {
+        if !self.reinject_q.is_empty() {
+            return self.next_segment();
+        }
+        let dsn = self.app.next;
+        (dsn < new_end).then(|| (dsn, self.app.len_of(dsn), None))
     }
 
     fn push(&mut self, net: &mut Net) {
@@ -1196,11 +1257,17 @@ impl MptcpFlow {
         // hidden from the scheduler (usable = false). Every other entry has usable = !failed
         // from the snapshot and its refreshes, so only a change of the hidden subflow is written.
         let mut hidden: Option<usize> = None;
+        // With a pure scheduler and a light snapshot (`reuse_pick`), the subflow just chosen, if
+        // it still has space, is the scheduler's answer again: the send changed only that
+        // entry's `has_space`, so the snapshot is the one it answered, and the light connection
+        // view is the same for the whole push. Cleared when the hidden subflow changes.
+        let mut again: Option<usize> = None;
         let light = ConnInfo::light(now, self.mss);
         // Per segment, the monitor's and the mechanisms' bookkeeping only when one is on.
         let watched =
             self.monitor.is_some() || self.pha_blocks.is_some() || self.phad_backup.is_some();
-        while let Some((dsn, len, from)) = self.next_segment() {
+        let new_end = self.new_data_end();
+        while let Some((dsn, len, from)) = self.next_segment_before(new_end) {
             if !have_snapshot {
                 self.snapshot(now);
                 have_snapshot = true;
@@ -1215,9 +1282,14 @@ impl MptcpFlow {
                     info.usable = false;
                 }
                 hidden = from;
+                again = None;
             }
-            let Some(i) = self.pick_subflow_with(now, &light) else {
-                break;
+            let i = match again {
+                Some(i) => i,
+                None => match self.pick_subflow_with(now, &light) {
+                    Some(i) => i,
+                    None => break,
+                },
             };
             let seq = self.subflows[i].sender.snd_nxt();
             self.subflows[i].sender.send_new(dsn, len, now, &mut |p| {
@@ -1227,7 +1299,8 @@ impl MptcpFlow {
                 self.note_assign(i, dsn, seq, len, now);
                 self.note_new_send(i, now);
             }
-            self.refresh_after_send(i, now);
+            let has_space = self.refresh_after_send(i, now);
+            again = (self.reuse_pick && has_space).then_some(i);
             if from.is_some() {
                 self.reinject_q.pop_front();
                 self.reinjections += 1;
@@ -1861,6 +1934,49 @@ impl FlowOps for MptcpFlow {
 #[cfg(test)]
 mod tests {
     use super::super::harness::Harness;
+    use railpath_core::Rng;
+
+    /// Within a push, `next_segment_before(new_data_end())` offers what `next_segment` offers
+    /// after each new segment taken: random windows, data sizes, relay feeds, send buffer
+    /// limits and data ACKs, each followed through a run of takes.
+    #[test]
+    fn new_data_end_bounds_new_data_as_next_segment_does() {
+        let mut rng = Rng::stream(3, "new-data-end");
+        let mut draw = |m: u64| rng.next_u64() % m;
+        let mut offered = 0;
+        for case in 0..5_000 {
+            let mut h = Harness::new(&["a", "b"], "cc = \"lia\"\nscheduler = \"minrtt\"");
+            let f = &mut h.flow;
+            let mss = f.mss;
+            if draw(3) == 0 {
+                f.app = crate::flows::common::App::fed(mss);
+                for _ in 0..draw(6) {
+                    f.app.feed(mss);
+                }
+            } else if draw(2) == 0 {
+                f.app = crate::flows::common::App::new(1 + draw(30 * mss as u64), mss);
+            }
+            f.app.next = draw(12);
+            f.data_una = f.app.next.saturating_sub(draw(10));
+            f.peer_right_edge = f.data_una + draw(25);
+            f.send_buffer_limit = (draw(2) == 0).then(|| draw(12));
+            let end = f.new_data_end();
+            for step in 0..40 {
+                let general = f.next_segment();
+                assert_eq!(
+                    f.next_segment_before(end),
+                    general,
+                    "case {case} step {step}"
+                );
+                if general.is_none() {
+                    break;
+                }
+                offered += 1;
+                f.app.take();
+            }
+        }
+        assert!(offered > 10_000, "the draws offer data ({offered})");
+    }
 
     /// The coupled control's views mark a subflow active unless it is a backup or failed, and
     /// every subflow active when all are backups or failed (LIA couples over the backups then):

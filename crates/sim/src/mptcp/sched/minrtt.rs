@@ -60,6 +60,11 @@ impl Scheduler for MinRtt {
     fn light_snapshot(&self) -> bool {
         true
     }
+
+    /// No state: the rule reads the snapshot only.
+    fn pure_pick(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
