@@ -3,8 +3,8 @@
 //!
 //! The parts follow the code that allocates or loops: the time series (`run.duration_s /
 //! run.bin_ms` bins of 8 bytes for each series, kept twice while results are gathered), the
-//! link queues and pipes (96-byte packets), the MPTCP receive buffers, the traces, the measured
-//! carriers' binned rates, and the radio model (`railpath_radio::size`). Work is counted in
+//! link queues and pipes (112 bytes per packet), the MPTCP receive buffers (96-byte packets),
+//! the traces, the measured carriers' binned rates, and the radio model (`railpath_radio::size`). Work is counted in
 //! simulator events: a full-rate link moves `rate / (8 x 1500 B)` packets a second, and each
 //! packet costs about 6 events (service and arrival of the packet and of its acknowledgement).
 //!
@@ -20,6 +20,9 @@ use railpath_radio::CarrierModel;
 
 /// Bytes of one packet in a link queue or pipe (the simulator's `Packet` and its time stamp).
 const PACKET_BYTES: f64 = 96.0;
+/// Bytes a link holds per packet: the packet, its arrival time and its next hop (crates/sim's
+/// link ring slot).
+const SLOT_BYTES: f64 = 112.0;
 /// Events per packet moved (the packet's service and arrival, and its acknowledgement's).
 const EVENTS_PER_PACKET: f64 = 6.0;
 /// Bits of one full-sized packet.
@@ -156,7 +159,7 @@ impl Scenario {
                 keys: format!(
                     "link[{i}] rate, buffer and delay; run.duration_s for the packets it moves"
                 ),
-                bytes: PACKET_BYTES
+                bytes: SLOT_BYTES
                     * (queue(l.buffer()) + queue(l.reverse_buffer()) + packets_per_s * delay_s)
                     + 8.0 * traces as f64,
                 work: EVENTS_PER_PACKET / 2.0 * packets_per_s * d,
@@ -292,13 +295,13 @@ mod tests {
     fn parts_follow_the_keys() {
         // 100 bins x 4 series (3 of the flow, 1 of the link) x 16 B = 6400 B.
         // The link: 12 Mbit/s both ways = 2000 packets/s; queues 2 x 100 packets and
-        // 2000/s x 20 ms = 40 in the pipes: 240 x 96 B. Work 3 x 2000 x 10 s = 60000 events.
+        // 2000/s x 20 ms = 40 in the pipes: 240 x 112 B. Work 3 x 2000 x 10 s = 60000 events.
         let s = parse_str(BASE, "t.toml").unwrap();
         let p = s.size_estimate();
         assert_eq!(p.len(), 2);
         assert_eq!(p[0].bytes, 6400.0);
         assert_eq!(p[0].work, 400.0);
-        assert!((p[1].bytes - 240.0 * 96.0).abs() < 1e-6, "{}", p[1].bytes);
+        assert!((p[1].bytes - 240.0 * 112.0).abs() < 1e-6, "{}", p[1].bytes);
         assert!((p[1].work - 60000.0).abs() < 1e-6, "{}", p[1].work);
     }
 

@@ -955,6 +955,12 @@ mod tests {
     }
 
     #[test]
+    fn a_slot_is_the_size_the_run_estimate_counts() {
+        // crates/scenario/src/size.rs counts 112 bytes a packet in a link's queue or pipe.
+        assert_eq!(std::mem::size_of::<Slot>(), 112);
+    }
+
+    #[test]
     fn a_packet_arrives_with_the_next_hop_it_was_enqueued_with() {
         // Both kinds of direction keep each packet's next hop beside it, through losses.
         let sink = |flow| {
