@@ -337,7 +337,7 @@ impl LinkDir {
     /// departure precedes any other event at its time but a bin end), then the drop-tail test;
     /// the packet's departure, its random loss (drawn in departure order, as at the server) and
     /// its arrival are decided now.
-    #[inline(never)]
+    #[inline]
     pub fn enqueue_fixed(&mut self, p: Packet, now: Time, hop: u16, next: Hop) -> Wake {
         self.depart(now, true);
         let size = u64::from(p.size);
