@@ -29,6 +29,7 @@ pub(crate) struct TcpParams {
 }
 
 /// Send through `net`, noting data packets in the handoff traces.
+#[inline(always)]
 fn send_noted(net: &mut Net, h: &mut Option<Box<Handoffs>>, mss: u32, p: Packet) {
     if let Some(h) = h {
         h.note_sent(&p, mss);
