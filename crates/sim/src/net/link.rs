@@ -15,7 +15,7 @@
 
 use super::packet::Packet;
 use super::ring::Ring;
-use super::Hop;
+use super::route::Hop;
 use railpath_core::{Rng, Time};
 use railpath_scenario::OutageMode;
 use std::sync::Arc;

@@ -6,6 +6,7 @@ pub mod link;
 pub mod minstrel;
 pub mod packet;
 pub mod ring;
+mod route;
 pub mod wifi;
 pub mod wifi_phy;
 
@@ -13,6 +14,7 @@ use crate::engine::{Event, Scheduler};
 use link::{LinkDir, Wake};
 use packet::Packet;
 use railpath_core::Time;
+pub use route::{Endpoint, Hop, Side};
 
 /// A change of a link's conditions at a point in time (a schedule step, an outage, a carrier's
 /// radio, a vertical handoff's release): the world applies a link's steps in time order with
@@ -35,36 +37,6 @@ pub enum StepAction {
     ExtraDelay(Time),
     /// Radio model: loss probability added in the data direction (weak signal).
     ExtraLoss(f64),
-}
-
-/// Which end of a transport connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    Sender = 0,
-    Receiver = 1,
-}
-
-/// A transport endpoint packets are delivered to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Endpoint {
-    pub flow: u32,
-    pub sub: u16,
-    pub side: Side,
-}
-
-/// One element of a route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hop {
-    /// A link direction (index into `Net::dirs`).
-    Dir(u32),
-    /// A bond's direction: bond `b`, direction `d` (0 = data, 1 = reverse) as `2 b + d`. The
-    /// packet stays at this hop while it crosses the member the bond chose.
-    Bond(u32),
-    /// The endpoint the route ends at.
-    Sink(Endpoint),
-    /// A link direction with a capture at both ends: [`Net::set_tap`] puts these in place of
-    /// every `Dir`, so that packets on plain `Dir` hops pay nothing for taps.
-    TapDir(u32),
 }
 
 /// A capture point at both ends of every link direction (a packet capture, `railpath run
