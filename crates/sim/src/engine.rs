@@ -264,21 +264,23 @@ mod tests {
         assert_eq!(s.processed(), 5);
     }
 
+    /// A queue with `n` flow starts (ids 0..n) at random times in the first 100 us, the
+    /// generator that drew them, and the next id.
+    fn seeded(seed: u64, n: u32) -> (Scheduler, railpath_core::Rng, u32) {
+        let mut s = Scheduler::new();
+        let mut rng = railpath_core::Rng::from_seed(seed);
+        for flow in 0..n {
+            s.at(Time::from_us(rng.below(100)), Event::FlowStart { flow });
+        }
+        (s, rng, n)
+    }
+
     #[test]
     fn scheduling_while_handling_keeps_key_order() {
         // Events scheduled while one is handled (the first into the handled event's slot) come
         // out as from a plain priority queue: by time, then insertion order. Ids count up in
         // insertion order, so (time, id) must increase strictly.
-        let mut s = Scheduler::new();
-        let mut rng = railpath_core::Rng::from_seed(7);
-        let mut next = 0u32;
-        for _ in 0..5 {
-            s.at(
-                Time::from_us(rng.below(100)),
-                Event::FlowStart { flow: next },
-            );
-            next += 1;
-        }
+        let (mut s, mut rng, mut next) = seeded(7, 5);
         let mut got = Vec::new();
         while let Some(ev) = s.pop(Time::MAX) {
             let Event::FlowStart { flow } = ev else {
@@ -349,16 +351,7 @@ mod tests {
         // schedules its last event with `at_or_take` and handles it itself when taken. Both
         // must handle the same events at the same times in the same order, and count them.
         fn run(take: bool) -> (Vec<(Time, u32)>, u64) {
-            let mut s = Scheduler::new();
-            let mut rng = railpath_core::Rng::from_seed(11);
-            let mut next = 0u32;
-            for _ in 0..4 {
-                s.at(
-                    Time::from_us(rng.below(100)),
-                    Event::FlowStart { flow: next },
-                );
-                next += 1;
-            }
+            let (mut s, mut rng, mut next) = seeded(11, 4);
             let horizon = Time::from_ms(40);
             let mut got = Vec::new();
             while let Some(mut ev) = s.pop(horizon) {

@@ -1030,19 +1030,7 @@ impl TcpSender {
 
         // 7. Congestion control (Linux tcp_cong_control). Hooks the algorithm leaves at their
         // defaults (no effect) are not called.
-        let info = AckInfo {
-            now,
-            acked: newly,
-            rtt,
-            srtt: self.srtt,
-            min_rtt: self.min_rtt(),
-            prior_in_flight,
-            in_flight,
-            cwnd_limited: self.cwnd_limited
-                || self.w.in_slow_start() && prior_in_flight * 2 >= self.w.cwnd,
-            snd_una: self.snd_una,
-            snd_nxt: self.snd_nxt,
-        };
+        let info = self.ack_info(now, newly, rtt, prior_in_flight, in_flight);
         if self.hooks.pkts_acked && (newly > 0 || rtt.is_some()) {
             self.cc.pkts_acked(&self.w, &info);
         }
@@ -1086,6 +1074,33 @@ impl TcpSender {
             && (self.sacked_out | self.lost_out | self.retrans_out) == 0
             && self.highest_sacked <= self.snd_una
             && !self.hooks.cong_control
+    }
+
+    /// What the congestion control is told of an ACK (the arguments Linux's
+    /// `tcp_cong_control` passes on): `newly` segments acknowledged, `rtt` if one was sampled,
+    /// the flight before and after.
+    #[inline(always)]
+    fn ack_info(
+        &self,
+        now: Time,
+        newly: u32,
+        rtt: Option<Time>,
+        prior_in_flight: u32,
+        in_flight: u32,
+    ) -> AckInfo {
+        AckInfo {
+            now,
+            acked: newly,
+            rtt,
+            srtt: self.srtt,
+            min_rtt: self.min_rtt(),
+            prior_in_flight,
+            in_flight,
+            cwnd_limited: self.cwnd_limited
+                || self.w.in_slow_start() && prior_in_flight * 2 >= self.w.cwnd,
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_nxt,
+        }
     }
 
     /// The common ACK: [`Self::on_ack`] for a cumulative ACK that advances snd_una to `cum`,
@@ -1196,19 +1211,7 @@ impl TcpSender {
         let in_flight = self.packets_out();
 
         // 7. Congestion control: not in recovery, the ACK advanced snd_una.
-        let info = AckInfo {
-            now,
-            acked: newly,
-            rtt,
-            srtt: self.srtt,
-            min_rtt: self.min_rtt(),
-            prior_in_flight,
-            in_flight,
-            cwnd_limited: self.cwnd_limited
-                || self.w.in_slow_start() && prior_in_flight * 2 >= self.w.cwnd,
-            snd_una: self.snd_una,
-            snd_nxt: self.snd_nxt,
-        };
+        let info = self.ack_info(now, newly, rtt, prior_in_flight, in_flight);
         if self.hooks.pkts_acked {
             self.cc.pkts_acked(&self.w, &info);
         }
