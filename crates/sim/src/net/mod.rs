@@ -118,8 +118,15 @@ impl Net {
         self.sched.now()
     }
 
-    /// Add a route; returns its number (the index of its first hop in the flat table).
+    /// Add a route; returns its number (the index of its first hop in the flat table). A route
+    /// ends at its sink, and only there: a link's queue reads the hop after the one it serves
+    /// (`Net::enqueue`), which in the flat table must be the same route's.
     pub fn add_route(&mut self, mut hops: Vec<Hop>) -> u32 {
+        debug_assert!(
+            matches!(hops.last(), Some(Hop::Sink(_)))
+                && hops.iter().filter(|h| matches!(h, Hop::Sink(_))).count() == 1,
+            "a route ends at its sink, and only there: {hops:?}"
+        );
         if self.tap.is_some() {
             tap_hops(&mut hops);
         }
