@@ -226,8 +226,10 @@ impl LinkDir {
             down: 0,
             down_until: Time::ZERO,
             // The ring doubles when full: its memory follows what the direction holds (a ring
-            // sized for the buffer limit up front would write every slot of it).
-            packets: Ring::with_capacity(64),
+            // sized for the buffer limit up front would write every slot of it). It cycles
+            // through every slot it has, so it starts small: an ACK direction holding a few
+            // packets then keeps to a few cache lines (64 slots were 7 kB cycled through).
+            packets: Ring::with_capacity(8),
             in_pipe: 0,
             queued_bytes: 0,
             busy: false,
