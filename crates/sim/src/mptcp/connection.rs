@@ -147,6 +147,10 @@ pub(crate) struct MptcpFlow {
     /// light snapshot: `push_scheduled` reuses a pick while the snapshot it answered is
     /// unchanged (tests turn it off to check the two ways agree).
     pub(crate) reuse_pick: bool,
+    /// `push_scheduled` sends each run of new segments on one subflow as a burst, its loss
+    /// probe scheduled once after the run (`TcpSender::send_new_in_burst`), where `send_new`
+    /// schedules it after every segment (tests turn it off to check the two ways agree).
+    pub(crate) burst_sends: bool,
     /// Coupled congestion control (else no sibling views are built per ACK).
     coupled: bool,
     reinject_rule: Reinject,
@@ -540,6 +544,7 @@ impl MptcpFlow {
                 && !scheduler.wants_feedback()
                 && scheduler.pure_pick()
                 && reinject_rule != Reinject::Linux,
+            burst_sends: true,
             scheduler,
             coupled: f.cc.coupled(),
             reinject_rule,
@@ -1267,6 +1272,12 @@ impl MptcpFlow {
         let watched =
             self.monitor.is_some() || self.pha_blocks.is_some() || self.phad_backup.is_some();
         let new_end = self.new_data_end();
+        // The subflow whose run of new segments has not had its loss probe scheduled yet
+        // (`burst_sends`): ended when another subflow sends and after the loop. A run of
+        // `send_new_in_burst` then `end_burst` leaves the sender as that many `send_new` do
+        // (nothing between them reads its timer slot: the room, the snapshot and the
+        // monitor's bookkeeping do not), and each subflow's sender is its own.
+        let mut burst: Option<usize> = None;
         while let Some((dsn, len, from)) = self.next_segment_before(new_end) {
             if !have_snapshot {
                 self.snapshot(now);
@@ -1292,9 +1303,21 @@ impl MptcpFlow {
                 },
             };
             let seq = self.subflows[i].sender.snd_nxt();
-            self.subflows[i].sender.send_new(dsn, len, now, &mut |p| {
-                net.send(p);
-            });
+            if self.burst_sends {
+                if let Some(k) = burst.filter(|&k| k != i) {
+                    self.subflows[k].sender.end_burst(now);
+                }
+                burst = Some(i);
+                self.subflows[i]
+                    .sender
+                    .send_new_in_burst(dsn, len, now, &mut |p| {
+                        net.send(p);
+                    });
+            } else {
+                self.subflows[i].sender.send_new(dsn, len, now, &mut |p| {
+                    net.send(p);
+                });
+            }
             if watched {
                 self.note_assign(i, dsn, seq, len, now);
                 self.note_new_send(i, now);
@@ -1307,6 +1330,9 @@ impl MptcpFlow {
             } else {
                 self.app.take();
             }
+        }
+        if let Some(k) = burst {
+            self.subflows[k].sender.end_burst(now);
         }
     }
 
