@@ -151,6 +151,9 @@ pub(crate) struct MptcpFlow {
     /// probe scheduled once after the run (`TcpSender::send_new_in_burst`), where `send_new`
     /// schedules it after every segment (tests turn it off to check the two ways agree).
     pub(crate) burst_sends: bool,
+    /// `push_scheduled` takes its loop for new data only (`push_new_data`) when no
+    /// reinjection is queued (tests turn it off to check the two loops agree).
+    pub(crate) fast_new_data: bool,
     /// Coupled congestion control (else no sibling views are built per ACK).
     coupled: bool,
     reinject_rule: Reinject,
@@ -545,6 +548,7 @@ impl MptcpFlow {
                 && scheduler.pure_pick()
                 && reinject_rule != Reinject::Linux,
             burst_sends: true,
+            fast_new_data: true,
             scheduler,
             coupled: f.cc.coupled(),
             reinject_rule,
@@ -799,6 +803,26 @@ impl MptcpFlow {
             .then_some(i)
     }
 
+    /// [`Self::pick_subflow_with`] given which entries can take a segment (`ready`, bit i for
+    /// entry i, as [`Self::snapshot`] returns it; at most 64 subflows).
+    #[inline(always)]
+    fn pick_ready(&mut self, now: Time, light: &ConnInfo, ready: u64) -> Option<usize> {
+        if ready == 0 {
+            return None;
+        }
+        let full;
+        let conn = if self.light {
+            light
+        } else {
+            full = self.conn_info(now);
+            &full
+        };
+        let Decision::Send(i) = self.scheduler.pick(&self.infos, conn) else {
+            return None;
+        };
+        (i < 64 && ready >> i & 1 != 0).then_some(i)
+    }
+
     fn conn_info(&self, now: Time) -> ConnInfo {
         let queued = match self.app.total_segs {
             None => u64::MAX,
@@ -815,15 +839,18 @@ impl MptcpFlow {
         }
     }
 
-    /// Rebuild the scheduler's snapshot of every subflow, in place.
+    /// Rebuild the scheduler's snapshot of every subflow, in place. Returns the entries that
+    /// can take a segment (`usable && has_space`) as a bit mask, bit i for entry i (entries
+    /// beyond 64 are not in it: the callers that read it have at most 64 subflows).
     #[inline(always)]
-    fn snapshot(&mut self, now: Time) {
+    fn snapshot(&mut self, now: Time) -> u64 {
         let n = self.subflows.len();
         if self.infos.len() != n {
             self.infos.clear();
             self.infos.resize(n, SubflowInfo::default());
         }
         let (light, linux) = (self.light, self.linux.is_some());
+        let mut ready = 0u64;
         if light && !linux {
             // A light entry is written only here and by `refresh_after_send` (its `has_space`)
             // and the reinjection's hiding (its `usable`): every other field stays at its
@@ -839,12 +866,15 @@ impl MptcpFlow {
                 slot.backup = sf.backup;
                 slot.usable = !sf.failed && !sf.stale;
                 slot.has_space = room == Room::Yes && s.sndbuf_allows_new();
+                ready |= ((slot.usable && slot.has_space) as u64) << (i & 63);
             }
-            return;
+            return ready;
         }
         for (i, (sf, slot)) in self.subflows.iter_mut().zip(&mut self.infos).enumerate() {
             *slot = info(sf, i, now, light, linux);
+            ready |= ((slot.usable && slot.has_space) as u64) << (i & 63);
         }
+        ready
     }
 
     /// The scheduler's view of subflow `i` now.
@@ -1257,6 +1287,10 @@ impl MptcpFlow {
     /// Ask the scheduler for each segment in turn. The snapshot is taken once; after each send
     /// only the subflow that sent changes, so only its entry is refreshed.
     fn push_scheduled(&mut self, now: Time, net: &mut Net) {
+        if self.fast_new_data && self.reinject_q.is_empty() && self.subflows.len() <= 64 {
+            self.push_new_data(now, net);
+            return;
+        }
         let mut have_snapshot = false;
         // A reinjected segment must go on another subflow than the one that lost it: that one is
         // hidden from the scheduler (usable = false). Every other entry has usable = !failed
@@ -1302,27 +1336,7 @@ impl MptcpFlow {
                     None => break,
                 },
             };
-            let seq = self.subflows[i].sender.snd_nxt();
-            if self.burst_sends {
-                if let Some(k) = burst.filter(|&k| k != i) {
-                    self.subflows[k].sender.end_burst(now);
-                }
-                burst = Some(i);
-                self.subflows[i]
-                    .sender
-                    .send_new_in_burst(dsn, len, now, &mut |p| {
-                        net.send(p);
-                    });
-            } else {
-                self.subflows[i].sender.send_new(dsn, len, now, &mut |p| {
-                    net.send(p);
-                });
-            }
-            if watched {
-                self.note_assign(i, dsn, seq, len, now);
-                self.note_new_send(i, now);
-            }
-            let has_space = self.refresh_after_send(i, now);
+            let has_space = self.send_on(i, dsn, len, now, net, &mut burst, watched);
             again = (self.reuse_pick && has_space).then_some(i);
             if from.is_some() {
                 self.reinject_q.pop_front();
@@ -1334,6 +1348,84 @@ impl MptcpFlow {
         if let Some(k) = burst {
             self.subflows[k].sender.end_burst(now);
         }
+    }
+
+    /// [`Self::push_scheduled`] with no reinjection queued, which is how it stays for the whole
+    /// push (only an ACK, a timer or an unplug queues one): every segment is new data, none
+    /// hides a subflow, so the loop is the general one without the reinjection's bookkeeping.
+    #[inline(always)]
+    fn push_new_data(&mut self, now: Time, net: &mut Net) {
+        let new_end = self.new_data_end();
+        if self.app.next >= new_end {
+            return;
+        }
+        let light = ConnInfo::light(now, self.mss);
+        let watched =
+            self.monitor.is_some() || self.pha_blocks.is_some() || self.phad_backup.is_some();
+        // Bit i: entry i can take a segment (`usable && has_space`), kept in step with the
+        // snapshot: in this loop only a send changes an entry (its `has_space`).
+        let mut ready = self.snapshot(now);
+        let mut again: Option<usize> = None;
+        let mut burst: Option<usize> = None;
+        loop {
+            let dsn = self.app.next;
+            let len = self.app.len_of(dsn);
+            let i = match again {
+                Some(i) => i,
+                None => match self.pick_ready(now, &light, ready) {
+                    Some(i) => i,
+                    None => break,
+                },
+            };
+            let has_space = self.send_on(i, dsn, len, now, net, &mut burst, watched);
+            ready = ready & !(1 << i) | (has_space as u64) << i;
+            again = (self.reuse_pick && has_space).then_some(i);
+            self.app.take();
+            if self.app.next >= new_end {
+                break;
+            }
+        }
+        if let Some(k) = burst {
+            self.subflows[k].sender.end_burst(now);
+        }
+    }
+
+    /// Send segment `dsn` (`len` bytes) on subflow `i`, which the scheduler chose, and refresh
+    /// its snapshot entry; returns the entry's new `has_space`. `burst`: the subflow whose run
+    /// of new segments has not had its loss probe scheduled yet (see `push_scheduled`).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn send_on(
+        &mut self,
+        i: usize,
+        dsn: u64,
+        len: u32,
+        now: Time,
+        net: &mut Net,
+        burst: &mut Option<usize>,
+        watched: bool,
+    ) -> bool {
+        let seq = self.subflows[i].sender.snd_nxt();
+        if self.burst_sends {
+            if let Some(k) = burst.filter(|&k| k != i) {
+                self.subflows[k].sender.end_burst(now);
+            }
+            *burst = Some(i);
+            self.subflows[i]
+                .sender
+                .send_new_in_burst(dsn, len, now, &mut |p| {
+                    net.send(p);
+                });
+        } else {
+            self.subflows[i].sender.send_new(dsn, len, now, &mut |p| {
+                net.send(p);
+            });
+        }
+        if watched {
+            self.note_assign(i, dsn, seq, len, now);
+            self.note_new_send(i, now);
+        }
+        self.refresh_after_send(i, now)
     }
 
     fn arm_sender(&mut self, j: usize, net: &mut Net) {

@@ -632,6 +632,14 @@ fn reusing_a_pure_schedulers_pick_sends_what_asking_each_time_sends() {
 }
 
 #[test]
+fn the_loop_for_new_data_only_sends_what_the_general_loop_sends() {
+    // With no reinjection queued a push takes `push_new_data` (its own loop, which keeps the
+    // entries that can take a segment as a bit mask); the general loop must send the same.
+    // The outage cases queue reinjections, so both loops alternate there.
+    lockstep_cases(|f| f.fast_new_data = false);
+}
+
+#[test]
 fn a_burst_of_new_segments_leaves_the_senders_as_one_send_each() {
     // The loss probe scheduled once per run of new segments on a subflow, or after each: the
     // same packets and the same timer deadlines (a probe deadline moved by the burst would
