@@ -178,6 +178,10 @@ pub(crate) struct MptcpFlow {
     reinjections: u64,
     // data-level receiver
     rx: DataReceiver,
+    /// The segments the subflow receivers hold out of order, summed ([`Self::subflow_held`]),
+    /// kept in step as each receiver takes data (the only way their count changes) and when
+    /// a subflow's receiver is replaced, so a data packet does not sum over every subflow.
+    pub(crate) subflow_ooo: u64,
     rcv_buf_segs: u64,
     /// Bytes the application has read, when it reads at its own pace (a relay): what was
     /// delivered in order and not read keeps its room in the receive buffer, so the advertised
@@ -573,6 +577,7 @@ impl MptcpFlow {
                 reorder_count: 0,
                 tap: None,
             },
+            subflow_ooo: 0,
             rcv_buf_segs,
             app_read: None,
             adv_edge: 0,
@@ -613,7 +618,7 @@ impl MptcpFlow {
     }
 
     /// Segments held out of order by the subflow receivers.
-    fn subflow_held(&self) -> u64 {
+    pub(crate) fn subflow_held(&self) -> u64 {
         self.subflows
             .iter()
             .map(|s| s.receiver.ooo_segments() as u64)
@@ -1549,6 +1554,8 @@ impl MptcpFlow {
             let data_una = self.data_una;
             let sf = &mut self.subflows[j];
             (sf.sender, sf.receiver) = *pair;
+            self.subflow_ooo = self.subflow_held();
+            let sf = &mut self.subflows[j];
             sf.removed = false;
             sf.failed = false;
             sf.stale = false;
@@ -1730,6 +1737,7 @@ impl FlowOps for MptcpFlow {
                 let sf = &mut self.subflows[j];
                 let rx = &mut self.rx;
                 let mut peak: Option<u64> = None;
+                let ooo_before = sf.receiver.ooo_segments() as u64;
                 let decision = sf.receiver.on_data(p, now, &mut |dsn, len, arrived| {
                     sf.delivered_bytes += len as u64;
                     sf.bin_bytes += len as u64;
@@ -1737,6 +1745,8 @@ impl FlowOps for MptcpFlow {
                         peak = Some(peak.map_or(rx.ooo_count, |m| m.max(rx.ooo_count)));
                     }
                 });
+                self.subflow_ooo =
+                    self.subflow_ooo - ooo_before + sf.receiver.ooo_segments() as u64;
                 if let Some(peak) = peak {
                     if self.drs.is_some() {
                         let rtt = self.receiver_rtt();
@@ -1755,7 +1765,7 @@ impl FlowOps for MptcpFlow {
                             }
                         }
                     }
-                    let held = peak + self.subflow_held();
+                    let held = peak + self.subflow_ooo;
                     self.rcv_buf_max = self.rcv_buf_max.max(held);
                     if self.completed_at.is_none()
                         && self.app.total_bytes > 0

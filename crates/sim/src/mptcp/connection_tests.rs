@@ -562,6 +562,8 @@ fn lockstep(
         let a = std::mem::take(&mut x.net.wire);
         let b = std::mem::take(&mut y.net.wire);
         assert_eq!(a, b, "seed {seed} step {step}");
+        // The receivers' out-of-order count kept in step is their sum.
+        assert_eq!(x.flow.subflow_ooo, x.flow.subflow_held(), "step {step}");
         for (sx, sy) in x.flow.subflows.iter().zip(&y.flow.subflows) {
             assert_eq!(
                 sx.sender.xmit_deadline(),
