@@ -147,6 +147,13 @@ pub(crate) struct MptcpFlow {
     /// light snapshot: `push_scheduled` reuses a pick while the snapshot it answered is
     /// unchanged (tests turn it off to check the two ways agree).
     pub(crate) reuse_pick: bool,
+    /// `push_scheduled` sends each run of new segments on one subflow as a burst, its loss
+    /// probe scheduled once after the run (`TcpSender::send_new_in_burst`), where `send_new`
+    /// schedules it after every segment (tests turn it off to check the two ways agree).
+    pub(crate) burst_sends: bool,
+    /// `push_scheduled` takes its loop for new data only (`push_new_data`) when no
+    /// reinjection is queued (tests turn it off to check the two loops agree).
+    pub(crate) fast_new_data: bool,
     /// Coupled congestion control (else no sibling views are built per ACK).
     coupled: bool,
     reinject_rule: Reinject,
@@ -171,6 +178,10 @@ pub(crate) struct MptcpFlow {
     reinjections: u64,
     // data-level receiver
     rx: DataReceiver,
+    /// The segments the subflow receivers hold out of order, summed ([`Self::subflow_held`]),
+    /// kept in step as each receiver takes data (the only way their count changes) and when
+    /// a subflow's receiver is replaced, so a data packet does not sum over every subflow.
+    pub(crate) subflow_ooo: u64,
     rcv_buf_segs: u64,
     /// Bytes the application has read, when it reads at its own pace (a relay): what was
     /// delivered in order and not read keeps its room in the receive buffer, so the advertised
@@ -540,6 +551,8 @@ impl MptcpFlow {
                 && !scheduler.wants_feedback()
                 && scheduler.pure_pick()
                 && reinject_rule != Reinject::Linux,
+            burst_sends: true,
+            fast_new_data: true,
             scheduler,
             coupled: f.cc.coupled(),
             reinject_rule,
@@ -564,6 +577,7 @@ impl MptcpFlow {
                 reorder_count: 0,
                 tap: None,
             },
+            subflow_ooo: 0,
             rcv_buf_segs,
             app_read: None,
             adv_edge: 0,
@@ -604,7 +618,7 @@ impl MptcpFlow {
     }
 
     /// Segments held out of order by the subflow receivers.
-    fn subflow_held(&self) -> u64 {
+    pub(crate) fn subflow_held(&self) -> u64 {
         self.subflows
             .iter()
             .map(|s| s.receiver.ooo_segments() as u64)
@@ -794,6 +808,26 @@ impl MptcpFlow {
             .then_some(i)
     }
 
+    /// [`Self::pick_subflow_with`] given which entries can take a segment (`ready`, bit i for
+    /// entry i, as [`Self::snapshot`] returns it; at most 64 subflows).
+    #[inline(always)]
+    fn pick_ready(&mut self, now: Time, light: &ConnInfo, ready: u64) -> Option<usize> {
+        if ready == 0 {
+            return None;
+        }
+        let full;
+        let conn = if self.light {
+            light
+        } else {
+            full = self.conn_info(now);
+            &full
+        };
+        let Decision::Send(i) = self.scheduler.pick(&self.infos, conn) else {
+            return None;
+        };
+        (i < 64 && ready >> i & 1 != 0).then_some(i)
+    }
+
     fn conn_info(&self, now: Time) -> ConnInfo {
         let queued = match self.app.total_segs {
             None => u64::MAX,
@@ -810,15 +844,18 @@ impl MptcpFlow {
         }
     }
 
-    /// Rebuild the scheduler's snapshot of every subflow, in place.
+    /// Rebuild the scheduler's snapshot of every subflow, in place. Returns the entries that
+    /// can take a segment (`usable && has_space`) as a bit mask, bit i for entry i (entries
+    /// beyond 64 are not in it: the callers that read it have at most 64 subflows).
     #[inline(always)]
-    fn snapshot(&mut self, now: Time) {
+    fn snapshot(&mut self, now: Time) -> u64 {
         let n = self.subflows.len();
         if self.infos.len() != n {
             self.infos.clear();
             self.infos.resize(n, SubflowInfo::default());
         }
         let (light, linux) = (self.light, self.linux.is_some());
+        let mut ready = 0u64;
         if light && !linux {
             // A light entry is written only here and by `refresh_after_send` (its `has_space`)
             // and the reinjection's hiding (its `usable`): every other field stays at its
@@ -834,12 +871,15 @@ impl MptcpFlow {
                 slot.backup = sf.backup;
                 slot.usable = !sf.failed && !sf.stale;
                 slot.has_space = room == Room::Yes && s.sndbuf_allows_new();
+                ready |= ((slot.usable && slot.has_space) as u64) << (i & 63);
             }
-            return;
+            return ready;
         }
         for (i, (sf, slot)) in self.subflows.iter_mut().zip(&mut self.infos).enumerate() {
             *slot = info(sf, i, now, light, linux);
+            ready |= ((slot.usable && slot.has_space) as u64) << (i & 63);
         }
+        ready
     }
 
     /// The scheduler's view of subflow `i` now.
@@ -1252,6 +1292,10 @@ impl MptcpFlow {
     /// Ask the scheduler for each segment in turn. The snapshot is taken once; after each send
     /// only the subflow that sent changes, so only its entry is refreshed.
     fn push_scheduled(&mut self, now: Time, net: &mut Net) {
+        if self.fast_new_data && self.reinject_q.is_empty() && self.subflows.len() <= 64 {
+            self.push_new_data(now, net);
+            return;
+        }
         let mut have_snapshot = false;
         // A reinjected segment must go on another subflow than the one that lost it: that one is
         // hidden from the scheduler (usable = false). Every other entry has usable = !failed
@@ -1267,6 +1311,12 @@ impl MptcpFlow {
         let watched =
             self.monitor.is_some() || self.pha_blocks.is_some() || self.phad_backup.is_some();
         let new_end = self.new_data_end();
+        // The subflow whose run of new segments has not had its loss probe scheduled yet
+        // (`burst_sends`): ended when another subflow sends and after the loop. A run of
+        // `send_new_in_burst` then `end_burst` leaves the sender as that many `send_new` do
+        // (nothing between them reads its timer slot: the room, the snapshot and the
+        // monitor's bookkeeping do not), and each subflow's sender is its own.
+        let mut burst: Option<usize> = None;
         while let Some((dsn, len, from)) = self.next_segment_before(new_end) {
             if !have_snapshot {
                 self.snapshot(now);
@@ -1291,15 +1341,7 @@ impl MptcpFlow {
                     None => break,
                 },
             };
-            let seq = self.subflows[i].sender.snd_nxt();
-            self.subflows[i].sender.send_new(dsn, len, now, &mut |p| {
-                net.send(p);
-            });
-            if watched {
-                self.note_assign(i, dsn, seq, len, now);
-                self.note_new_send(i, now);
-            }
-            let has_space = self.refresh_after_send(i, now);
+            let has_space = self.send_on(i, dsn, len, now, net, &mut burst, watched);
             again = (self.reuse_pick && has_space).then_some(i);
             if from.is_some() {
                 self.reinject_q.pop_front();
@@ -1308,6 +1350,87 @@ impl MptcpFlow {
                 self.app.take();
             }
         }
+        if let Some(k) = burst {
+            self.subflows[k].sender.end_burst(now);
+        }
+    }
+
+    /// [`Self::push_scheduled`] with no reinjection queued, which is how it stays for the whole
+    /// push (only an ACK, a timer or an unplug queues one): every segment is new data, none
+    /// hides a subflow, so the loop is the general one without the reinjection's bookkeeping.
+    #[inline(always)]
+    fn push_new_data(&mut self, now: Time, net: &mut Net) {
+        let new_end = self.new_data_end();
+        if self.app.next >= new_end {
+            return;
+        }
+        let light = ConnInfo::light(now, self.mss);
+        let watched =
+            self.monitor.is_some() || self.pha_blocks.is_some() || self.phad_backup.is_some();
+        // Bit i: entry i can take a segment (`usable && has_space`), kept in step with the
+        // snapshot: in this loop only a send changes an entry (its `has_space`).
+        let mut ready = self.snapshot(now);
+        let mut again: Option<usize> = None;
+        let mut burst: Option<usize> = None;
+        loop {
+            let dsn = self.app.next;
+            let len = self.app.len_of(dsn);
+            let i = match again {
+                Some(i) => i,
+                None => match self.pick_ready(now, &light, ready) {
+                    Some(i) => i,
+                    None => break,
+                },
+            };
+            let has_space = self.send_on(i, dsn, len, now, net, &mut burst, watched);
+            ready = ready & !(1 << i) | (has_space as u64) << i;
+            again = (self.reuse_pick && has_space).then_some(i);
+            self.app.take();
+            if self.app.next >= new_end {
+                break;
+            }
+        }
+        if let Some(k) = burst {
+            self.subflows[k].sender.end_burst(now);
+        }
+    }
+
+    /// Send segment `dsn` (`len` bytes) on subflow `i`, which the scheduler chose, and refresh
+    /// its snapshot entry; returns the entry's new `has_space`. `burst`: the subflow whose run
+    /// of new segments has not had its loss probe scheduled yet (see `push_scheduled`).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn send_on(
+        &mut self,
+        i: usize,
+        dsn: u64,
+        len: u32,
+        now: Time,
+        net: &mut Net,
+        burst: &mut Option<usize>,
+        watched: bool,
+    ) -> bool {
+        let seq = self.subflows[i].sender.snd_nxt();
+        if self.burst_sends {
+            if let Some(k) = burst.filter(|&k| k != i) {
+                self.subflows[k].sender.end_burst(now);
+            }
+            *burst = Some(i);
+            self.subflows[i]
+                .sender
+                .send_new_in_burst(dsn, len, now, &mut |p| {
+                    net.send(p);
+                });
+        } else {
+            self.subflows[i].sender.send_new(dsn, len, now, &mut |p| {
+                net.send(p);
+            });
+        }
+        if watched {
+            self.note_assign(i, dsn, seq, len, now);
+            self.note_new_send(i, now);
+        }
+        self.refresh_after_send(i, now)
     }
 
     fn arm_sender(&mut self, j: usize, net: &mut Net) {
@@ -1431,6 +1554,8 @@ impl MptcpFlow {
             let data_una = self.data_una;
             let sf = &mut self.subflows[j];
             (sf.sender, sf.receiver) = *pair;
+            self.subflow_ooo = self.subflow_held();
+            let sf = &mut self.subflows[j];
             sf.removed = false;
             sf.failed = false;
             sf.stale = false;
@@ -1612,6 +1737,7 @@ impl FlowOps for MptcpFlow {
                 let sf = &mut self.subflows[j];
                 let rx = &mut self.rx;
                 let mut peak: Option<u64> = None;
+                let ooo_before = sf.receiver.ooo_segments() as u64;
                 let decision = sf.receiver.on_data(p, now, &mut |dsn, len, arrived| {
                     sf.delivered_bytes += len as u64;
                     sf.bin_bytes += len as u64;
@@ -1619,6 +1745,8 @@ impl FlowOps for MptcpFlow {
                         peak = Some(peak.map_or(rx.ooo_count, |m| m.max(rx.ooo_count)));
                     }
                 });
+                self.subflow_ooo =
+                    self.subflow_ooo - ooo_before + sf.receiver.ooo_segments() as u64;
                 if let Some(peak) = peak {
                     if self.drs.is_some() {
                         let rtt = self.receiver_rtt();
@@ -1637,7 +1765,7 @@ impl FlowOps for MptcpFlow {
                             }
                         }
                     }
-                    let held = peak + self.subflow_held();
+                    let held = peak + self.subflow_ooo;
                     self.rcv_buf_max = self.rcv_buf_max.max(held);
                     if self.completed_at.is_none()
                         && self.app.total_bytes > 0

@@ -528,10 +528,17 @@ fn a_backup_carries_data_only_when_no_regular_subflow_is_usable() {
 /// One run of a minRTT connection over a small network the test plays: subflow "a" 10-14 ms one
 /// way, "b" 30-50 ms, each packet lost with probability `loss_pct` %, arrivals in time order (so
 /// packets on a path may overtake each other); with `outages`, "a" carries nothing for 1.5 s in
-/// every 6 s (its subflow times out, its data is reinjected on "b", then it recovers). Two connections, one reusing the scheduler's pick
-/// while its snapshot is unchanged (`reuse_pick`) and one asking it for every segment, go in
-/// lockstep: what both put on the wire must be the same after every step.
-fn reuse_lockstep(seed: u64, loss_pct: u64, outages: bool, extra: &str) {
+/// every 6 s (its subflow times out, its data is reinjected on "b", then it recovers). Two
+/// connections, the second changed by `other` (a shortcut turned off), go in lockstep: what
+/// both put on the wire and every subflow sender's timer deadline must be the same after every
+/// step.
+fn lockstep(
+    seed: u64,
+    loss_pct: u64,
+    outages: bool,
+    extra: &str,
+    other: fn(&mut crate::mptcp::connection::MptcpFlow),
+) {
     use railpath_core::{Rng, Time};
     let flow = format!(
         "cc = \"lia\"\nscheduler = \"minrtt\"\n\
@@ -543,7 +550,8 @@ fn reuse_lockstep(seed: u64, loss_pct: u64, outages: bool, extra: &str) {
         x.flow.reuse_pick,
         "minRTT with a light snapshot reuses its pick"
     );
-    y.flow.reuse_pick = false;
+    assert!(x.flow.burst_sends, "new segments go out in bursts");
+    other(&mut y.flow);
     x.start();
     y.start();
     let mut rng = Rng::stream(seed, "reuse-lockstep");
@@ -554,6 +562,15 @@ fn reuse_lockstep(seed: u64, loss_pct: u64, outages: bool, extra: &str) {
         let a = std::mem::take(&mut x.net.wire);
         let b = std::mem::take(&mut y.net.wire);
         assert_eq!(a, b, "seed {seed} step {step}");
+        // The receivers' out-of-order count kept in step is their sum.
+        assert_eq!(x.flow.subflow_ooo, x.flow.subflow_held(), "step {step}");
+        for (sx, sy) in x.flow.subflows.iter().zip(&y.flow.subflows) {
+            assert_eq!(
+                sx.sender.xmit_deadline(),
+                sy.sender.xmit_deadline(),
+                "seed {seed} step {step}"
+            );
+        }
         sent += a.len();
         for p in a {
             let dark = outages && p.route / 2 == 0 && x.now().us() / 1000 % 3000 >= 2000;
@@ -598,16 +615,36 @@ fn reuse_lockstep(seed: u64, loss_pct: u64, outages: bool, extra: &str) {
     assert_eq!(x.summary(), y.summary(), "seed {seed}");
 }
 
+/// [`lockstep`] without loss, with loss, with a send buffer that runs out between two segments
+/// of one push, and with outages (timeouts: the reinjected segments hide the subflow they came
+/// from from the scheduler, which must clear a reused pick; tail-loss probes and RTOs).
+fn lockstep_cases(other: fn(&mut crate::mptcp::connection::MptcpFlow)) {
+    for seed in 0..3 {
+        lockstep(seed, 0, false, "", other);
+        lockstep(seed, 3, false, "", other);
+        lockstep(seed, 2, false, "send_buffer_packets = 12", other);
+        lockstep(seed, 1, true, "", other);
+        lockstep(seed, 1, true, "reinject = \"stale\"", other);
+    }
+}
+
 #[test]
 fn reusing_a_pure_schedulers_pick_sends_what_asking_each_time_sends() {
-    // Without loss, with loss, with a send buffer that runs out between two segments of one
-    // push, and with outages (timeouts: the reinjected segments hide the subflow they came
-    // from from the scheduler, which must clear a reused pick).
-    for seed in 0..3 {
-        reuse_lockstep(seed, 0, false, "");
-        reuse_lockstep(seed, 3, false, "");
-        reuse_lockstep(seed, 2, false, "send_buffer_packets = 12");
-        reuse_lockstep(seed, 1, true, "");
-        reuse_lockstep(seed, 1, true, "reinject = \"stale\"");
-    }
+    lockstep_cases(|f| f.reuse_pick = false);
+}
+
+#[test]
+fn the_loop_for_new_data_only_sends_what_the_general_loop_sends() {
+    // With no reinjection queued a push takes `push_new_data` (its own loop, which keeps the
+    // entries that can take a segment as a bit mask); the general loop must send the same.
+    // The outage cases queue reinjections, so both loops alternate there.
+    lockstep_cases(|f| f.fast_new_data = false);
+}
+
+#[test]
+fn a_burst_of_new_segments_leaves_the_senders_as_one_send_each() {
+    // The loss probe scheduled once per run of new segments on a subflow, or after each: the
+    // same packets and the same timer deadlines (a probe deadline moved by the burst would
+    // show as a deadline here, and later as a probe sent at another time).
+    lockstep_cases(|f| f.burst_sends = false);
 }

@@ -80,19 +80,28 @@ impl CongestionControl for Lia {
         };
         let t = match &self.cache {
             Some((k, t)) if key_matches(k, w.cwnd, c) => *t,
-            _ => {
-                let t = match paths(w, ack, c) {
-                    Some((p, me)) => acks_per_packet(acks_per_increase(&p, me)),
-                    None => w.cwnd,
-                };
-                let mut key = WindowKey::new();
-                key.push(w.cwnd);
-                key.extend(sibling_windows(c));
-                self.cache = Some((key, t));
-                t
-            }
+            _ => self.recompute(w, ack, c),
         };
         w.cong_avoid_ai(t, acked);
+    }
+}
+
+impl Lia {
+    /// The threshold computed afresh and cached with the windows it was computed for. Out of
+    /// line: it runs on a window change (about one ACK in 30), and the path list it builds on
+    /// the stack would otherwise make every ACK's frame large.
+    #[cold]
+    #[inline(never)]
+    fn recompute(&mut self, w: &Window, ack: &AckInfo, c: &Coupling) -> u32 {
+        let t = match paths(w, ack, c) {
+            Some((p, me)) => acks_per_packet(acks_per_increase(&p, me)),
+            None => w.cwnd,
+        };
+        let mut key = WindowKey::new();
+        key.push(w.cwnd);
+        key.extend(sibling_windows(c));
+        self.cache = Some((key, t));
+        t
     }
 }
 
