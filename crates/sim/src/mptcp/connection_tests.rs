@@ -570,6 +570,8 @@ fn lockstep(
                 sy.sender.xmit_deadline(),
                 "seed {seed} step {step}"
             );
+            // The wake-up armed for it (what `arm_sender` last scheduled).
+            assert_eq!(sx.sender.armed, sy.sender.armed, "seed {seed} step {step}");
         }
         sent += a.len();
         for p in a {
