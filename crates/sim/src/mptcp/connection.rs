@@ -221,7 +221,12 @@ pub(crate) struct MptcpFlow {
     held_samples: Vec<f64>,
     held_max: u64,
     // scratch, reused so the hot path does not allocate
+    /// The coupled congestion control's view of every subflow (`fill_views`), kept in step:
+    /// after an ACK only the ACKed subflow's entry is rewritten (`refresh_view`); any other
+    /// change of a sender or of the flags `active` reads marks them all stale.
     views: Vec<SubflowView>,
+    /// The views must be rebuilt before they are read.
+    views_stale: bool,
     infos: Vec<SubflowInfo>,
 }
 
@@ -608,6 +613,7 @@ impl MptcpFlow {
             held_samples: Vec::with_capacity(setup.nbins),
             held_max: 0,
             views: Vec::with_capacity(n),
+            views_stale: true,
             infos: Vec::with_capacity(n),
         }
     }
@@ -1155,6 +1161,7 @@ impl MptcpFlow {
         let Some(ls) = self.linux.as_mut() else {
             return;
         };
+        self.views_stale = true;
         if !take_wake(&mut ls.armed, now) {
             return;
         }
@@ -1464,6 +1471,8 @@ impl MptcpFlow {
 
     #[inline(never)]
     fn note_new_retransmissions(&mut self, j: usize, now: Time) {
+        // It may mark the subflow failed (the coupled views' `active`).
+        self.views_stale = true;
         let sf = &mut self.subflows[j];
         let rtos = sf.sender.stats.rto_count;
         let retrans = sf.sender.stats.retransmitted_packets;
@@ -1547,6 +1556,7 @@ impl MptcpFlow {
     /// subflow).
     fn unplug(&mut self, k: usize, net: &mut Net) {
         let (_, j, plugged) = self.unplugs[k];
+        self.views_stale = true;
         if plugged {
             let Some(pair) = self.spares[k].take() else {
                 return;
@@ -1596,7 +1606,8 @@ impl MptcpFlow {
         self.push(net);
     }
 
-    /// The coupled congestion control's view of every subflow, rewritten in place (per ACK).
+    /// The coupled congestion control's view of every subflow, rewritten in place (before an
+    /// ACK when `views_stale`; an ACK then rewrites its own subflow's, `refresh_view`).
     fn fill_views(&mut self) {
         let n = self.subflows.len();
         if self.views.len() != n {
@@ -1624,6 +1635,33 @@ impl MptcpFlow {
                 v.active = true;
             }
         }
+        self.views_stale = false;
+    }
+
+    /// Rewrite subflow `j`'s view after an event that changed only its sender (an ACK on it):
+    /// its window, RTT and loss counts. `active` depends on the flags of every subflow, which
+    /// such an event does not change (a change marks the views stale instead).
+    #[inline(always)]
+    fn refresh_view(&mut self, j: usize) {
+        if let (Some(v), Some(sf)) = (self.views.get_mut(j), self.subflows.get(j)) {
+            let s = &sf.sender;
+            v.cwnd = s.cwnd();
+            v.srtt = s.srtt();
+            v.mss = s.cfg.mss;
+            v.delivered_since_loss = s.delivered_since_loss;
+            v.delivered_between_losses = s.delivered_between_losses;
+        }
+    }
+
+    /// Tests: the views kept in step are the ones `fill_views` builds afresh.
+    #[cfg(test)]
+    fn check_views(&mut self) {
+        let kept = self.views.clone();
+        self.fill_views();
+        assert_eq!(
+            kept, self.views,
+            "views kept in step differ from fresh ones"
+        );
     }
 }
 
@@ -1647,11 +1685,16 @@ impl FlowOps for MptcpFlow {
                     if let Some(sf) = self.subflows.get_mut(p.dsn as usize) {
                         sf.backup = p.flags & flags::BACKUP != 0;
                     }
+                    self.views_stale = true;
                     self.push(net);
                     return;
                 }
-                if self.coupled {
+                if self.coupled && self.views_stale {
                     self.fill_views();
+                }
+                #[cfg(test)]
+                if self.coupled {
+                    self.check_views();
                 }
                 let me = j;
                 let out = {
@@ -1661,11 +1704,17 @@ impl FlowOps for MptcpFlow {
                     };
                     self.subflows[j].sender.on_ack(p, now, &coupling)
                 };
-                let sf = &mut self.subflows[j];
                 if out.advanced {
+                    // A failed subflow becomes active again: every view's `active` may change.
+                    self.views_stale |= self.subflows[j].failed;
+                    let sf = &mut self.subflows[j];
                     sf.failed = false;
                     sf.rtos_without_progress = 0;
                 }
+                if self.coupled && !self.views_stale {
+                    self.refresh_view(j);
+                }
+                let sf = &mut self.subflows[j];
                 if self.linux.is_some() {
                     // Any ACK: the subflow is no longer stale (`mptcp_subflow_active()` sees its
                     // rcv_tstamp move).
@@ -1823,6 +1872,8 @@ impl FlowOps for MptcpFlow {
                     x
                 },
             );
+            // A timeout or a recovery entered at a timer changes the window.
+            self.views_stale = true;
             self.note_retransmissions(j, now);
             self.push(net);
         } else {
@@ -1861,6 +1912,7 @@ impl FlowOps for MptcpFlow {
         match pc.by {
             PrioBy::Sender => {
                 self.subflows[pc.sub].backup = pc.backup;
+                self.views_stale = true;
                 self.push(net);
             }
             PrioBy::Receiver => {

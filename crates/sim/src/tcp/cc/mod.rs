@@ -193,7 +193,7 @@ pub enum CwndEvent {
 }
 
 /// A sibling subflow's state, for coupled MPTCP congestion control.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct SubflowView {
     pub cwnd: u32,
     pub srtt: Time,
