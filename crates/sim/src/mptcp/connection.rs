@@ -798,6 +798,18 @@ impl MptcpFlow {
         if !self.infos.iter().any(|i| i.usable && i.has_space) {
             return None;
         }
+        let i = self.ask_scheduler(now, light)?;
+        self.infos
+            .get(i)
+            .is_some_and(|x| x.usable && x.has_space)
+            .then_some(i)
+    }
+
+    /// The scheduler's answer on the snapshot in `infos`, with the light connection view
+    /// `light` or, for a scheduler that reads more, the full one: the subflow it sends on, if
+    /// it sends.
+    #[inline(always)]
+    fn ask_scheduler(&mut self, now: Time, light: &ConnInfo) -> Option<usize> {
         let full;
         let conn = if self.light {
             light
@@ -805,13 +817,10 @@ impl MptcpFlow {
             full = self.conn_info(now);
             &full
         };
-        let Decision::Send(i) = self.scheduler.pick(&self.infos, conn) else {
-            return None;
-        };
-        self.infos
-            .get(i)
-            .is_some_and(|x| x.usable && x.has_space)
-            .then_some(i)
+        match self.scheduler.pick(&self.infos, conn) {
+            Decision::Send(i) => Some(i),
+            Decision::Wait => None,
+        }
     }
 
     /// [`Self::pick_subflow_with`] given which entries can take a segment (`ready`, bit i for
@@ -821,16 +830,7 @@ impl MptcpFlow {
         if ready == 0 {
             return None;
         }
-        let full;
-        let conn = if self.light {
-            light
-        } else {
-            full = self.conn_info(now);
-            &full
-        };
-        let Decision::Send(i) = self.scheduler.pick(&self.infos, conn) else {
-            return None;
-        };
+        let i = self.ask_scheduler(now, light)?;
         (i < 64 && ready >> i & 1 != 0).then_some(i)
     }
 
