@@ -72,16 +72,21 @@ const CLOCK_GRANULARITY: Time = Time::from_ms(1);
 /// Linux `TCP_RTO_MIN` added to the PTO when a single packet is outstanding (delayed-ACK slack).
 const TLP_SINGLE_PACKET_SLACK: Time = Time::from_ms(200);
 
+/// A segment sent and not yet cumulatively acknowledged: 40 bytes, as a thousand flows keep a
+/// hundred thousand of them (docs/performance.md, seventh round). The payload length fits 16 bits
+/// (a packet's does), and the delivered count is kept in 32 bits as Linux keeps it
+/// (`tcp_skb_cb.tx.delivered`, a `u32`): runs never approach 2^32 delivered segments (6 TB at
+/// 1448 B), so it reads back exactly.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Seg {
     xmit: Time,
     dsn: u64,
-    len: u32,
-    flags: u8,
-    /// Rate sampling: `delivered` and `delivered_time` when (re)sent, and the send-window start.
-    delivered: u64,
+    /// Rate sampling: `delivered_time` and `delivered` when (re)sent, and the send-window start.
     delivered_time: Time,
     first_tx_time: Time,
+    delivered: u32,
+    len: u16,
+    flags: u8,
     app_limited: bool,
 }
 
@@ -389,7 +394,7 @@ impl TcpSender {
     pub fn outstanding(&self) -> impl Iterator<Item = (u64, u32, bool)> + '_ {
         self.segs
             .iter()
-            .map(|s| (s.dsn, s.len, s.flags & SACKED != 0))
+            .map(|s| (s.dsn, u32::from(s.len), s.flags & SACKED != 0))
     }
     /// Is nothing outstanding?
     pub fn idle(&self) -> bool {
@@ -525,9 +530,10 @@ impl TcpSender {
         self.segs.push_back(Seg {
             xmit: now,
             dsn,
-            len,
+            // The packet's length is 16 bits too (`data_packet`).
+            len: len as u16,
             flags: 0,
-            delivered: self.delivered,
+            delivered: self.delivered as u32,
             delivered_time: self.delivered_time,
             first_tx_time: self.first_tx_time,
             app_limited: self.app_limited != 0,
@@ -585,7 +591,7 @@ impl TcpSender {
             (self.delivered, self.delivered_time, self.first_tx_time);
         let s = &mut self.segs[idx];
         s.xmit = now;
-        s.delivered = delivered;
+        s.delivered = delivered as u32;
         s.delivered_time = delivered_time;
         s.first_tx_time = first_tx_time;
         s.app_limited = app_limited;
@@ -595,7 +601,7 @@ impl TcpSender {
         if self.state == CaState::Recovery {
             self.prr_out += 1;
         }
-        let (dsn, len) = (s.dsn, s.len);
+        let (dsn, len) = (s.dsn, u32::from(s.len));
         self.stats.sent_packets += 1;
         let size = len + self.cfg.header;
         if let Some(rate) = self.pacing_rate_bps() {
@@ -1153,9 +1159,10 @@ impl TcpSender {
         for s in self.segs.range(..n) {
             debug_assert_eq!(s.flags & (SACKED | LOST | RETRANS), 0);
             end += 1;
-            if first || s.delivered >= prior_delivered {
+            let delivered = u64::from(s.delivered);
+            if first || delivered >= prior_delivered {
                 first = false;
-                prior_delivered = s.delivered;
+                prior_delivered = delivered;
                 self.first_tx_time = s.xmit;
             }
             let ever_retrans = s.flags & EVER_RETRANS != 0;
@@ -1244,8 +1251,9 @@ impl TcpSender {
     ) {
         self.delivered += 1;
         self.delivered_time = now;
-        if prior_time.is_none() || s.delivered >= rs.prior_delivered {
-            rs.prior_delivered = s.delivered;
+        let delivered = u64::from(s.delivered);
+        if prior_time.is_none() || delivered >= rs.prior_delivered {
+            rs.prior_delivered = delivered;
             *prior_time = Some(s.delivered_time);
             rs.is_app_limited = s.app_limited;
             rs.interval = s.xmit.saturating_sub(s.first_tx_time);
@@ -1509,6 +1517,12 @@ impl TcpSender {
 mod tests {
     use super::*;
     use crate::tcp::cc::newreno::NewReno;
+
+    #[test]
+    fn a_segment_record_is_40_bytes() {
+        // A thousand flows keep about a hundred thousand (docs/performance.md, seventh round).
+        assert_eq!(std::mem::size_of::<Seg>(), 40);
+    }
 
     fn cfg(sack: bool, rack: bool) -> SenderConfig {
         SenderConfig {
