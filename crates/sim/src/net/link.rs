@@ -13,7 +13,7 @@
 //!   bytes; a packet larger than what is left of an opportunity continues in the next one; unused
 //!   opportunities are lost; the trace repeats with period = its last timestamp.
 
-use super::packet::{AckFields, Kind, Packet, PacketHead};
+use super::packet::Packet;
 use super::ring::Ring;
 use super::route::Hop;
 use railpath_core::{Rng, Time};
@@ -95,16 +95,12 @@ pub struct OutageLog {
 /// A packet a direction holds, with its arrival time (in the pipe; the `LOST` bit for a fixed
 /// direction's packet lost at the server) and the hop of its route it goes to when it arrives,
 /// looked up when it was enqueued (the route's hops are adjacent there, and the arrival then
-/// needs no lookup in the route table). The packet's ACK fields, when it has any, are in the
-/// ring's side buffer ([`Packet::split`]): a slot is one cache line (64 bytes, so aligned), and
-/// the queue of a data direction, which holds nothing else, keeps to half the lines a whole
-/// packet's slot took (docs/performance.md, seventh round).
+/// needs no lookup in the route table).
 #[derive(Debug, Clone, Copy)]
-#[repr(align(64))]
 struct Slot {
     t: Time,
     next: Hop,
-    p: PacketHead,
+    p: Packet,
 }
 
 /// The next hop of a packet enqueued without one ([`LinkDir::enqueue`], which tests use).
@@ -115,7 +111,7 @@ impl Default for Slot {
         Slot {
             t: Time::ZERO,
             next: NO_HOP,
-            p: PacketHead::default(),
+            p: Packet::default(),
         }
     }
 }
@@ -134,7 +130,7 @@ pub struct LinkDir {
     /// arrival times), then the queue's (the first one at the server; the time is unused). One
     /// ring buffer, so that a packet leaving the server enters the pipe where it is, unmoved
     /// (packets are copied at every move).
-    packets: Ring<Slot, AckFields>,
+    packets: Ring<Slot>,
     arrival_armed: Option<Time>,
     /// How many of `packets` are in the pipe.
     in_pipe: usize,
@@ -282,11 +278,7 @@ impl LinkDir {
     /// sending path about a tenth of its wall time (docs/performance.md).
     #[inline(always)]
     fn push_stamped(&mut self, t: Time, p: Packet, hop: u16, next: Hop, now: Time) {
-        let (head, acks) = p.split();
-        let ack = head.kind == Kind::Ack;
-        let q = self
-            .packets
-            .push_back_with(Slot { t, next, p: head }, ack, acks);
+        let q = self.packets.push_back(Slot { t, next, p });
         q.p.hop = hop;
         q.p.enq = now;
     }
@@ -673,7 +665,7 @@ impl LinkDir {
             return None;
         }
         self.in_pipe -= 1;
-        self.pop_front().map(|(_, p)| p)
+        self.packets.pop_front().map(|s| s.p)
     }
 
     /// [`LinkDir::take_arrival`], with the hop the packet goes to next (as its enqueuer said:
@@ -684,17 +676,7 @@ impl LinkDir {
             return None;
         }
         self.in_pipe -= 1;
-        self.pop_front()
-    }
-
-    /// Remove the front packet, whole again ([`Packet::join`]), with its next hop.
-    #[inline(always)]
-    fn pop_front(&mut self) -> Option<(Hop, Packet)> {
-        const NONE: AckFields = AckFields::ZERO;
-        let (s, acks) = self
-            .packets
-            .pop_front_with(|s| s.p.kind == Kind::Ack, &NONE)?;
-        Some((s.next, Packet::join(&s.p, acks)))
+        self.packets.pop_front().map(|s| (s.next, s.p))
     }
 
     /// An outage starts (nested outages are counted).
@@ -976,14 +958,8 @@ mod tests {
 
     #[test]
     fn a_slot_is_the_size_the_run_estimate_counts() {
-        // crates/scenario/src/size.rs counts 112 bytes a packet in a link's queue or pipe: a
-        // slot, one cache line, and its part of the side buffer (allocated whether used or not).
-        assert_eq!(std::mem::size_of::<Slot>(), 64);
-        assert_eq!(std::mem::align_of::<Slot>(), 64);
-        assert_eq!(
-            std::mem::size_of::<Slot>() + std::mem::size_of::<AckFields>(),
-            112
-        );
+        // crates/scenario/src/size.rs counts 112 bytes a packet in a link's queue or pipe.
+        assert_eq!(std::mem::size_of::<Slot>(), 112);
     }
 
     #[test]

@@ -8,34 +8,22 @@
 //! slot's place is `(head + i) & mask`, and a push hands back the slot it wrote so that the
 //! caller can complete it in place (docs/performance.md). It grows by doubling when full and never
 //! shrinks; the order of its elements never depends on its capacity.
-//!
-//! Each slot may have a side part `W` in a parallel buffer (the same capacity, the same physical
-//! index), written only by [`Ring::push_back_with`] (when asked to) and read only by [`Ring::side`]: a link keeps
-//! an ACK's acknowledgement fields there, so that a data packet's slot is one cache line and the
-//! side buffer's lines are never touched by data packets (docs/performance.md, seventh round).
-//! The ring does not know which side parts are meaningful (the caller marks them in `T`); it moves
-//! all of them with their slots when it grows or removes. With `W = ()` (the default) the side
-//! buffer costs nothing.
 
-/// A FIFO ring of `T`, each with a side part `W` (see the module's header).
+/// A FIFO ring of `T` (see the module's header).
 #[derive(Debug, Clone)]
-pub struct Ring<T, W = ()> {
+pub struct Ring<T> {
     /// The slots; its length is the capacity, a power of two.
     buf: Vec<T>,
-    /// The side parts, parallel to `buf` (the same length).
-    side: Vec<W>,
     /// The physical index of the front element.
     head: usize,
     len: usize,
 }
 
-impl<T: Copy + Default, W: Copy + Default> Ring<T, W> {
+impl<T: Copy + Default> Ring<T> {
     /// An empty ring with room for at least `cap` elements before it grows.
-    pub fn with_capacity(cap: usize) -> Ring<T, W> {
-        let cap = cap.max(1).next_power_of_two();
+    pub fn with_capacity(cap: usize) -> Ring<T> {
         Ring {
-            buf: vec![T::default(); cap],
-            side: vec![W::default(); cap],
+            buf: vec![T::default(); cap.max(1).next_power_of_two()],
             head: 0,
             len: 0,
         }
@@ -70,49 +58,15 @@ impl<T: Copy + Default, W: Copy + Default> Ring<T, W> {
         s
     }
 
-    /// [`Ring::push_back`], with the slot's side part `w` when `has_side` (otherwise the side
-    /// slot is not written).
-    #[inline(always)]
-    pub fn push_back_with(&mut self, v: T, has_side: bool, w: W) -> &mut T {
-        if self.len == self.buf.len() {
-            self.grow();
-        }
-        let i = self.slot(self.len);
-        self.len += 1;
-        if has_side {
-            if let Some(s) = self.side.get_mut(i) {
-                *s = w;
-            }
-        }
-        let s = &mut self.buf[i];
-        *s = v;
-        s
-    }
-
-    /// The side part of logical index `i` (as its last [`Ring::push_back_with`] left it; the
-    /// default, or a stale value, for a slot pushed by [`Ring::push_back`]).
-    #[inline]
-    pub fn side(&self, i: usize) -> Option<&W> {
-        if i < self.len {
-            Some(&self.side[self.slot(i)])
-        } else {
-            None
-        }
-    }
-
     /// Double the capacity, the elements moved to the front of the new slots in order.
     #[cold]
     #[inline(never)]
     fn grow(&mut self) {
         let mut buf = vec![T::default(); self.buf.len() * 2];
-        let mut side = vec![W::default(); self.buf.len() * 2];
-        for k in 0..self.len {
-            let from = self.slot(k);
-            buf[k] = self.buf[from];
-            side[k] = self.side[from];
+        for (k, s) in buf.iter_mut().take(self.len).enumerate() {
+            *s = self.buf[self.slot(k)];
         }
         self.buf = buf;
-        self.side = side;
         self.head = 0;
     }
 
@@ -151,30 +105,6 @@ impl<T: Copy + Default, W: Copy + Default> Ring<T, W> {
         Some(v)
     }
 
-    /// [`Ring::pop_front`], with the front's side part when `has_side` says it has one, and
-    /// `none` when it has none (its side slot is then not read).
-    #[inline(always)]
-    pub fn pop_front_with(
-        &mut self,
-        has_side: impl FnOnce(&T) -> bool,
-        none: &W,
-    ) -> Option<(T, W)> {
-        if self.len == 0 {
-            return None;
-        }
-        let i = self.head;
-        let v = self.buf[i];
-        let w = if has_side(&v) {
-            self.side.get(i).unwrap_or(none)
-        } else {
-            none
-        };
-        let w = *w;
-        self.head = self.slot(1);
-        self.len -= 1;
-        Some((v, w))
-    }
-
     #[inline]
     pub fn pop_back(&mut self) -> Option<T> {
         if self.len == 0 {
@@ -190,7 +120,6 @@ impl<T: Copy + Default, W: Copy + Default> Ring<T, W> {
         for k in i..self.len - 1 {
             let (to, from) = (self.slot(k), self.slot(k + 1));
             self.buf[to] = self.buf[from];
-            self.side[to] = self.side[from];
         }
         self.len -= 1;
         Some(v)
@@ -202,14 +131,14 @@ impl<T: Copy + Default, W: Copy + Default> Ring<T, W> {
     }
 }
 
-impl<T: Copy + Default, W: Copy + Default> std::ops::Index<usize> for Ring<T, W> {
+impl<T: Copy + Default> std::ops::Index<usize> for Ring<T> {
     type Output = T;
     fn index(&self, i: usize) -> &T {
         self.get(i).expect("ring index in bounds")
     }
 }
 
-impl<T: Copy + Default, W: Copy + Default> std::ops::IndexMut<usize> for Ring<T, W> {
+impl<T: Copy + Default> std::ops::IndexMut<usize> for Ring<T> {
     fn index_mut(&mut self, i: usize) -> &mut T {
         self.get_mut(i).expect("ring index in bounds")
     }
@@ -285,50 +214,5 @@ mod tests {
             assert_eq!(r.front(), q.front());
         }
         assert!(r.iter().eq(q.iter()));
-    }
-    #[test]
-    fn side_parts_follow_their_slots() {
-        // Side parts written with a push stay with their slot through wraps, growth and
-        // removals; checked against std's deque of (value, side part) on a random sequence.
-        let mut rng = railpath_core::Rng::from_seed(7);
-        let mut r: Ring<u64, u32> = Ring::with_capacity(2);
-        let mut q: VecDeque<(u64, Option<u32>)> = VecDeque::new();
-        for v in 0..20_000u64 {
-            match rng.below(6) {
-                0 => {
-                    r.push_back(v);
-                    q.push_back((v, None));
-                }
-                1 | 2 => {
-                    let w = (v as u32).wrapping_mul(2_654_435_761);
-                    r.push_back_with(v, true, w);
-                    q.push_back((v, Some(w)));
-                }
-                3 => {
-                    // The side part is read when asked for, and only then.
-                    let asked = rng.below(2) == 0;
-                    let want = q.pop_front();
-                    let got = r.pop_front_with(|_| asked, &u32::MAX);
-                    match (got, want) {
-                        (Some(g), Some((v, Some(w)))) if asked => assert_eq!(g, (v, w)),
-                        (Some(g), Some((v, _))) if !asked => assert_eq!(g, (v, u32::MAX)),
-                        (got, want) => assert_eq!(got.map(|g| g.0), want.map(|w| w.0)),
-                    }
-                }
-                4 => assert_eq!(r.pop_back(), q.pop_back().map(|e| e.0)),
-                _ => {
-                    let i = rng.below(q.len() as u64 + 2) as usize;
-                    assert_eq!(r.remove(i), q.remove(i).map(|e| e.0));
-                }
-            }
-            assert_eq!(r.len(), q.len());
-            for (i, &(v, w)) in q.iter().enumerate() {
-                assert_eq!(r.get(i), Some(&v));
-                if let Some(w) = w {
-                    assert_eq!(r.side(i), Some(&w), "element {i} of {}", q.len());
-                }
-            }
-            assert_eq!(r.side(q.len()), None);
-        }
     }
 }
