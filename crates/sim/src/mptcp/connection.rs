@@ -230,6 +230,20 @@ pub(crate) struct MptcpFlow {
     infos: Vec<SubflowInfo>,
 }
 
+/// The coupled congestion control's view of a subflow's sender (`active` as the caller
+/// decides it): what `fill_views` writes for every subflow and `refresh_view` for one.
+#[inline(always)]
+fn view_of(s: &TcpSender, active: bool) -> SubflowView {
+    SubflowView {
+        cwnd: s.cwnd(),
+        srtt: s.srtt(),
+        mss: s.cfg.mss,
+        delivered_since_loss: s.delivered_since_loss,
+        delivered_between_losses: s.delivered_between_losses,
+        active,
+    }
+}
+
 /// Linux send path: a subflow's `(sk_stream_memory_free, sk_wmem_queued)`: skb memory, payload
 /// plus each skb's overhead, against its send buffer. Out of line: the other send paths' hot
 /// `info()` stays small.
@@ -1618,17 +1632,9 @@ impl MptcpFlow {
         // active. One pass writes the first rule; the second case (rare) is fixed up after.
         let mut any_active = false;
         for (v, sf) in self.views.iter_mut().zip(&self.subflows) {
-            let s = &sf.sender;
             let active = !(sf.backup || sf.failed);
             any_active |= active;
-            *v = SubflowView {
-                cwnd: s.cwnd(),
-                srtt: s.srtt(),
-                mss: s.cfg.mss,
-                delivered_since_loss: s.delivered_since_loss,
-                delivered_between_losses: s.delivered_between_losses,
-                active,
-            };
+            *v = view_of(&sf.sender, active);
         }
         if !any_active {
             for v in &mut self.views {
@@ -1644,12 +1650,7 @@ impl MptcpFlow {
     #[inline(always)]
     fn refresh_view(&mut self, j: usize) {
         if let (Some(v), Some(sf)) = (self.views.get_mut(j), self.subflows.get(j)) {
-            let s = &sf.sender;
-            v.cwnd = s.cwnd();
-            v.srtt = s.srtt();
-            v.mss = s.cfg.mss;
-            v.delivered_since_loss = s.delivered_since_loss;
-            v.delivered_between_losses = s.delivered_between_losses;
+            *v = view_of(&sf.sender, v.active);
         }
     }
 
