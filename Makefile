@@ -8,8 +8,10 @@ TARGET_DIR ?= $(or $(CARGO_TARGET_DIR),target)
 setup:
 	@./scripts/setup.sh
 
+# The CLI's release build, optimised with a profile of the example scenarios (profile-guided
+# optimisation; RAILPATH_PGO=0 for a plain `cargo build --release -p railpath-cli`).
 build: setup
-	$(CARGO) build --release -p railpath-cli
+	CARGO="$(CARGO)" ./scripts/build-release.sh
 
 # The main job: every example scenario, with its summary and time series under $(OUT)/.
 run: build

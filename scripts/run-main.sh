@@ -11,7 +11,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-out}
 bin=${RAILPATH_BIN:-${CARGO_TARGET_DIR:-$here/target}/release/railpath}
 if [ ! -x "$bin" ]; then
-  echo "run-main: no railpath binary at $bin; build it with: cargo build --release -p railpath-cli" >&2
+  echo "run-main: no railpath binary at $bin; build it with: make build (or cargo build --release -p railpath-cli)" >&2
   exit 1
 fi
 shopt -s nullglob

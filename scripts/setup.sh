@@ -34,6 +34,9 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 if command -v rustup >/dev/null 2>&1; then
   rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt clippy >/dev/null 2>&1 || true
+  # llvm-profdata for the profile-guided release build (scripts/build-release.sh); without it
+  # that build is a plain one.
+  rustup component list --installed 2>/dev/null | grep -q '^llvm-tools' || rustup component add llvm-tools >/dev/null 2>&1 || echo "setup: rustup could not add llvm-tools: the release build will not be profile-guided"
 fi
 echo "setup: ok ($(cargo --version))"
 cd "$here"
