@@ -14,7 +14,7 @@
 # instrumented build).
 #
 #   env: RAILPATH_PGO=0       a plain `cargo build --release -p railpath-cli` instead
-#        CARGO, CARGO_TARGET_DIR, RUSTFLAGS are honoured (RUSTFLAGS is added to, not replaced)
+#        CARGO, RUSTC, CARGO_TARGET_DIR, RUSTFLAGS are honoured (RUSTFLAGS is added to)
 # Without llvm-profdata (a toolchain not from rustup, or llvm-tools not installable) the build is
 # the plain one, and says so.
 set -euo pipefail
@@ -34,8 +34,9 @@ case "$pgo" in
   *) echo "build-release: RAILPATH_PGO: expected 0 or 1, found '$pgo'" >&2; exit 2 ;;
 esac
 # The llvm-profdata of this rustc's LLVM (a profile's format follows the LLVM version).
-sysroot=$(rustc --print sysroot 2>/dev/null || true)
-host=$(rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+rustc=${RUSTC:-rustc}
+sysroot=$("$rustc" --print sysroot 2>/dev/null || true)
+host=$("$rustc" -vV 2>/dev/null | sed -n 's/^host: //p')
 profdata=$sysroot/lib/rustlib/$host/bin/llvm-profdata
 if [ -z "$sysroot" ] || [ ! -x "$profdata" ]; then
   plain "no llvm-profdata for this rustc at $profdata (rustup component add llvm-tools)"
@@ -48,8 +49,9 @@ echo "build-release: 1/3 instrumented build (profile-guided optimisation; RAILPA
 RUSTFLAGS="${RUSTFLAGS:-} -Cprofile-generate=$dir/raw" CARGO_TARGET_DIR="$dir/build" \
   "$cargo" build --release -p railpath-cli
 # The profile is kept while the instrumented binary and the scenarios are those it was taken
-# with: counts vary a little from run to run (hash maps are seeded at random), and a new file
-# would rebuild every crate of step 4.
+# with: counts vary a little from run to run (the progress display and the wall-time figures
+# follow the clock; the simulation's own counts do not), and a new file would rebuild every crate
+# of step 4.
 stamp=$( (sha256sum "$dir/build/release/railpath"; find scenarios -name '*.toml' | sort | xargs sha256sum) | sha256sum | cut -d' ' -f1)
 if [ -f "$dir/merged.profdata" ] && [ "$(cat "$dir/merged.for" 2>/dev/null)" = "$stamp" ]; then
   echo "build-release: 2/3 training: the profile is up to date"

@@ -101,7 +101,7 @@ def env_for(tmp_path: pathlib.Path, *, profdata: bool = True, **extra: str) -> d
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in ("CARGO", "CARGO_TARGET_DIR", "RUSTFLAGS", "RAILPATH_PGO")
+        if k not in ("CARGO", "RUSTC", "CARGO_TARGET_DIR", "RUSTFLAGS", "RAILPATH_PGO")
     }
     env.update(
         PATH=f"{bin_dir}:{env['PATH']}",
