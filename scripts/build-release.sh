@@ -43,6 +43,12 @@ if [ -z "$sysroot" ] || [ ! -x "$profdata" ]; then
   exit 0
 fi
 dir=$target/pgo
+# RUSTFLAGS is split at spaces: a profile's path cannot hold one.
+case "$dir" in
+  *[[:space:]]*)
+    echo "build-release: the profile's directory '$dir' has a space, which RUSTFLAGS cannot carry; set CARGO_TARGET_DIR to a path without one, or RAILPATH_PGO=0 for a plain build" >&2
+    exit 2 ;;
+esac
 rm -rf "$dir/raw" "$dir/runs"
 mkdir -p "$dir/raw"
 echo "build-release: 1/3 instrumented build (profile-guided optimisation; RAILPATH_PGO=0 skips it)"

@@ -224,3 +224,11 @@ def test_a_failing_training_run_stops_the_build(repo: pathlib.Path, tmp_path: pa
     # No optimised build with a partial profile.
     assert [c["tool"] for c in calls].count("cargo") == 1
     assert not (repo / "target" / "pgo" / "merged.profdata").exists()
+
+
+def test_a_target_dir_with_a_space_is_an_error(repo: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    spaced = tmp_path / "my target"
+    p, calls = build(repo, env_for(tmp_path, CARGO_TARGET_DIR=str(spaced)))
+    assert p.returncode == 2
+    assert f"the profile's directory '{spaced}/pgo' has a space" in p.stderr
+    assert calls == []
