@@ -217,6 +217,10 @@ pub fn series_stalls(values: &[f64], bin_s: f64, min_s: f64) -> Vec<Stall> {
 const MAX_OUTSTANDING: usize = 1 << 17;
 /// Most bins of a series (23 days of 1 s bins, 2.3 days of 100 ms ones).
 const MAX_BINS: u64 = 2_000_000;
+/// Most values all series together may hold (one series per flow, four per connection, each
+/// as many values as bins): 160 MB of output, and a bound on the working memory whatever a
+/// capture holds (a 40 kB file of 300 connections with one late packet once asked for 2.3 GB).
+const MAX_VALUES: u64 = 20_000_000;
 
 fn grow<T: Default + Clone>(v: &mut Vec<T>, k: usize) -> &mut T {
     if v.len() <= k {
@@ -411,6 +415,21 @@ fn in_car(ip: Ipv4Addr) -> bool {
 }
 
 impl State {
+    /// An error if the series would hold more than [`MAX_VALUES`] values with `bins` bins each.
+    fn check_values(&self, bins: u64) -> Result<(), String> {
+        let series = self.flows.len() as u64 + 4 * self.conns.len() as u64;
+        if series.saturating_mul(bins) <= MAX_VALUES {
+            return Ok(());
+        }
+        Err(format!(
+            "{} flows and {} connections over {bins} bins of {} s: their series would hold more \
+             than {MAX_VALUES} values; analyse a shorter capture or pass wider bins (--bin-ms)",
+            self.flows.len(),
+            self.conns.len(),
+            self.opts.bin_s
+        ))
+    }
+
     fn bin(&self, t: u64) -> usize {
         (t.saturating_sub(self.origin) as f64 / self.bin_ns) as usize
     }
@@ -942,6 +961,16 @@ pub fn analyze_readers(
             points.push(pn);
         }
         st.packets += 1;
+        // The series' size is checked before the packet can grow them (the flows and
+        // connections seen so far up to its bin) and after (any it added).
+        let fits = |st: &State, t: u64| st.check_values(st.bin(st.last_t.max(t)) as u64 + 1);
+        if let Err(message) = fits(&st, rec.t_ns) {
+            return Err(CaptureError {
+                file: s.reader.file().to_string(),
+                record: Some(rec.index),
+                message,
+            });
+        }
         match parse(&s.buf, eth) {
             Ok(Parsed::Tcp { src, dst, seg }) => st.packet(rec.t_ns, &link, end, src, dst, &seg),
             Ok(_) => st.last_t = st.last_t.max(rec.t_ns),
@@ -953,25 +982,49 @@ pub fn analyze_readers(
                 })
             }
         }
+        if let Err(message) = fits(&st, rec.t_ns) {
+            return Err(CaptureError {
+                file: s.reader.file().to_string(),
+                record: Some(rec.index),
+                message,
+            });
+        }
         s.head = s.reader.next(&mut s.buf)?;
         if let Some(r) = s.head {
             heap.push(Reverse((r.t_ns, i, r.index)));
         }
     }
     points.sort();
-    Ok(st.finish(files, points))
+    let duration_s = st
+        .opts
+        .duration_s
+        .unwrap_or((st.last_t.saturating_sub(st.origin)) as f64 / 1e9);
+    let nbins = ((duration_s / st.opts.bin_s) - 1e-9)
+        .ceil()
+        .clamp(0.0, MAX_BINS as f64) as usize;
+    // A duration given with the options shapes the series too.
+    st.check_values(nbins as u64)
+        .map_err(|message| CaptureError {
+            file: files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            record: None,
+            message,
+        })?;
+    Ok(st.finish(files, points, duration_s, nbins))
 }
 
 impl State {
-    fn finish(self, files: Vec<PathBuf>, points: Vec<String>) -> Analysis {
+    fn finish(
+        self,
+        files: Vec<PathBuf>,
+        points: Vec<String>,
+        duration_s: f64,
+        nbins: usize,
+    ) -> Analysis {
         let bin_s = self.opts.bin_s;
-        let duration_s = self
-            .opts
-            .duration_s
-            .unwrap_or((self.last_t.saturating_sub(self.origin)) as f64 / 1e9);
-        let nbins = ((duration_s / bin_s) - 1e-9)
-            .ceil()
-            .clamp(0.0, MAX_BINS as f64) as usize;
         let fit = |v: &[f64], scale: f64| -> Vec<f64> {
             (0..nbins)
                 .map(|k| v.get(k).copied().unwrap_or(0.0) * scale)

@@ -80,3 +80,76 @@ fn fuzz_findings_stay_fixed() {
         &AnalyzeOptions::default(),
     );
 }
+
+/// An Ethernet/IPv4/TCP frame with 10 bytes of payload from the server (port 5201) to `port`.
+fn data_frame(port: u16, seq: u32) -> Vec<u8> {
+    let b = etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+        .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+        .tcp(5201, port, seq, 65535)
+        .ack(1);
+    let mut f = Vec::new();
+    b.write(&mut f, &[7u8; 10]).unwrap();
+    f
+}
+
+#[test]
+fn a_capture_whose_series_would_not_fit_is_an_error() {
+    // 60 connections at 0 s, then one more packet of the first 100 000 s later: 241 series of a
+    // million 0.1-s bins each (found by `make fuzz` as a 40 kB file asking for gigabytes).
+    let dir = common::scratch("bad-series-size");
+    let p = dir.join("a.receiver.pcap");
+    let i = Interface {
+        name: "a.receiver".into(),
+        description: String::new(),
+    };
+    let mut w = CaptureWriter::create(&p, Format::Pcap, 0, &[i], "test").unwrap();
+    for k in 0..60 {
+        w.write(0, 1_000_000_000, &data_frame(10_000 + k, 1))
+            .unwrap();
+    }
+    w.write(0, 100_001_000_000_000, &data_frame(10_000, 11))
+        .unwrap();
+    w.finish().unwrap();
+    let e = analyze(std::slice::from_ref(&p), &AnalyzeOptions::default()).unwrap_err();
+    assert_eq!(e.record, Some(61), "{e}");
+    let m = e.to_string();
+    assert!(
+        m.contains("a.receiver.pcap: record 61: 1 flows and 60 connections over 1000001 bins"),
+        "{m}"
+    );
+    assert!(m.contains("--bin-ms"), "{m}");
+    // Wider bins: the same capture is analysed (241 series of 1000 bins of 100 s).
+    let wide = AnalyzeOptions {
+        bin_s: 100.0,
+        ..AnalyzeOptions::default()
+    };
+    let a = analyze(std::slice::from_ref(&p), &wide).unwrap();
+    assert_eq!(a.series.len(), 241);
+    assert!(a.series.iter().all(|s| s.values.len() == 1000));
+    // A duration given with the options counts too: the 60 connections without the late packet,
+    // over 10 000 bins of 100 s, then 2 million (the most) of 0.1 s.
+    let q = dir.join("b.receiver.pcap");
+    let i = Interface {
+        name: "b.receiver".into(),
+        description: String::new(),
+    };
+    let mut w = CaptureWriter::create(&q, Format::Pcap, 0, &[i], "test").unwrap();
+    for k in 0..60 {
+        w.write(0, 1_000_000_000, &data_frame(10_000 + k, 1))
+            .unwrap();
+    }
+    w.finish().unwrap();
+    let long = AnalyzeOptions {
+        duration_s: Some(1e6),
+        ..wide
+    };
+    assert!(analyze(std::slice::from_ref(&q), &long).is_ok());
+    let long = AnalyzeOptions { bin_s: 0.1, ..long };
+    let e = analyze(std::slice::from_ref(&q), &long).unwrap_err();
+    assert_eq!(e.record, None, "{e}");
+    let m = e.to_string();
+    assert!(
+        m.contains("b.receiver.pcap") && m.contains("over 2000000 bins"),
+        "{m}"
+    );
+}
