@@ -269,6 +269,26 @@ pub struct CaptureReader {
     /// pcap: its one interface (set by the file header).
     legacy: Option<ReadInterface>,
     capacity: usize,
+    /// pcapng: the current section's byte order (big-endian?), once its header is read.
+    section_be: Option<bool>,
+}
+
+/// A pcapng block's type and length fields, when `data` starts with a block other than a
+/// section header (whose length its own parser checks) that is shorter than the 12 bytes every
+/// block has (its type and its two length fields; draft-ietf-opsawg-pcapng section 3.1).
+///
+/// pcap-parser 0.17.0 checks a Process Information Block's length against 4 only and then
+/// subtracts 12 from it: an overflow panic where overflow checks are on (`make fuzz` found it),
+/// a wrapped length where they are not. Such blocks are refused before it sees them.
+fn short_block(data: &[u8], big_endian: bool) -> Option<(u32, u32)> {
+    let ty = u32::from_le_bytes(data.get(..4)?.try_into().ok()?);
+    let len: [u8; 4] = data.get(4..8)?.try_into().ok()?;
+    let len = if big_endian {
+        u32::from_be_bytes(len)
+    } else {
+        u32::from_le_bytes(len)
+    };
+    (ty != 0x0a0d_0d0a && len < 12).then_some((ty, len))
 }
 
 fn linktype_ok(l: Linktype) -> Option<bool> {
@@ -328,6 +348,7 @@ impl CaptureReader {
             ifaces: Vec::new(),
             legacy: None,
             capacity,
+            section_be: None,
         })
     }
 
@@ -358,6 +379,19 @@ impl CaptureReader {
     pub fn next(&mut self, buf: &mut Vec<u8>) -> Result<Option<Record>, CaptureError> {
         loop {
             let next_rec = Some(self.packets + 1);
+            if let Some((ty, len)) = self
+                .section_be
+                .and_then(|be| short_block(self.inner.data(), be))
+            {
+                return Err(err_at(
+                    &self.file,
+                    next_rec,
+                    format!(
+                        "malformed block (type {ty:#010x}): its length {len} is less than the 12 \
+                         bytes of a block's type and lengths"
+                    ),
+                ));
+            }
             let (offset, out) = match self.inner.next() {
                 Ok((offset, block)) => {
                     let out = match block {
@@ -401,9 +435,10 @@ impl CaptureReader {
                             buf.extend_from_slice(b.data);
                             Some((0usize, t, b.origlen))
                         }
-                        PcapBlockOwned::NG(Block::SectionHeader(_)) => {
+                        PcapBlockOwned::NG(Block::SectionHeader(shb)) => {
                             // A new section: its interfaces are numbered from 0 again.
                             self.ifaces.clear();
+                            self.section_be = Some(shb.big_endian());
                             None
                         }
                         PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {

@@ -153,3 +153,36 @@ fn a_capture_whose_series_would_not_fit_is_an_error() {
         "{m}"
     );
 }
+
+#[test]
+fn a_block_shorter_than_its_header_is_an_error() {
+    // A pcapng file with one packet, then a Process Information Block (type 0x80000001) whose
+    // length says 8 bytes: pcap-parser 0.17.0 would subtract 12 from it (an overflow panic under
+    // `make fuzz`, which found it). The reader refuses it first, naming the record.
+    let dir = common::scratch("bad-short-block");
+    let p = dir.join("a.receiver.pcapng");
+    let i = Interface {
+        name: "a.receiver".into(),
+        description: String::new(),
+    };
+    let mut w = CaptureWriter::create(&p, Format::Pcapng, 0, &[i], "test").unwrap();
+    w.write(0, 1_000_000_000, &data_frame(10_000, 1)).unwrap();
+    w.finish().unwrap();
+    let mut bytes = std::fs::read(&p).unwrap();
+    bytes.extend_from_slice(&[1, 0, 0, 0x80, 8, 0, 0, 0]);
+    bytes.extend_from_slice(&[0; 8]);
+    std::fs::write(&p, &bytes).unwrap();
+    let e = analyze(std::slice::from_ref(&p), &AnalyzeOptions::default()).unwrap_err();
+    assert_eq!(e.record, Some(2), "{e}");
+    let m = e.to_string();
+    assert!(
+        m.contains("a.receiver.pcapng: record 2: malformed block (type 0x80000001): its length 8"),
+        "{m}"
+    );
+    // The fuzz finding itself (a simulator capture with such a block): an error, not a panic.
+    let found = include_bytes!("data/fuzz-short-block.bin");
+    let e =
+        railpath_capture::analyze::analyze_bytes("a.receiver.pcapng", found, &Default::default())
+            .unwrap_err();
+    assert!(e.message.contains("less than the 12 bytes"), "{e}");
+}
