@@ -92,24 +92,30 @@ fn data_frame(port: u16, seq: u32) -> Vec<u8> {
     f
 }
 
+/// A capture at `p` (one interface named after the file's stem) of `(time ns, frame)` packets.
+fn capture_at(p: &std::path::Path, format: Format, packets: &[(u64, Vec<u8>)]) {
+    let i = Interface {
+        name: p.file_stem().unwrap().to_string_lossy().into_owned(),
+        description: String::new(),
+    };
+    let mut w = CaptureWriter::create(p, format, 0, &[i], "test").unwrap();
+    for (t, f) in packets {
+        w.write(0, *t, f).unwrap();
+    }
+    w.finish().unwrap();
+}
+
 #[test]
 fn a_capture_whose_series_would_not_fit_is_an_error() {
     // 60 connections at 0 s, then one more packet of the first 100 000 s later: 241 series of a
-    // million 0.1-s bins each (found by `make fuzz` as a 40 kB file asking for gigabytes).
+    // million 0.1-s bins each (a 40 kB file of this shape once asked for gigabytes).
     let dir = common::scratch("bad-series-size");
     let p = dir.join("a.receiver.pcap");
-    let i = Interface {
-        name: "a.receiver".into(),
-        description: String::new(),
-    };
-    let mut w = CaptureWriter::create(&p, Format::Pcap, 0, &[i], "test").unwrap();
-    for k in 0..60 {
-        w.write(0, 1_000_000_000, &data_frame(10_000 + k, 1))
-            .unwrap();
-    }
-    w.write(0, 100_001_000_000_000, &data_frame(10_000, 11))
-        .unwrap();
-    w.finish().unwrap();
+    let mut packets: Vec<(u64, Vec<u8>)> = (0..60)
+        .map(|k| (1_000_000_000, data_frame(10_000 + k, 1)))
+        .collect();
+    packets.push((100_001_000_000_000, data_frame(10_000, 11)));
+    capture_at(&p, Format::Pcap, &packets);
     let e = analyze(std::slice::from_ref(&p), &AnalyzeOptions::default()).unwrap_err();
     assert_eq!(e.record, Some(61), "{e}");
     let m = e.to_string();
@@ -129,16 +135,7 @@ fn a_capture_whose_series_would_not_fit_is_an_error() {
     // A duration given with the options counts too: the 60 connections without the late packet,
     // over 10 000 bins of 100 s, then 2 million (the most) of 0.1 s.
     let q = dir.join("b.receiver.pcap");
-    let i = Interface {
-        name: "b.receiver".into(),
-        description: String::new(),
-    };
-    let mut w = CaptureWriter::create(&q, Format::Pcap, 0, &[i], "test").unwrap();
-    for k in 0..60 {
-        w.write(0, 1_000_000_000, &data_frame(10_000 + k, 1))
-            .unwrap();
-    }
-    w.finish().unwrap();
+    capture_at(&q, Format::Pcap, &packets[..60]);
     let long = AnalyzeOptions {
         duration_s: Some(1e6),
         ..wide
@@ -161,13 +158,11 @@ fn a_block_shorter_than_its_header_is_an_error() {
     // `make fuzz`, which found it). The reader refuses it first, naming the record.
     let dir = common::scratch("bad-short-block");
     let p = dir.join("a.receiver.pcapng");
-    let i = Interface {
-        name: "a.receiver".into(),
-        description: String::new(),
-    };
-    let mut w = CaptureWriter::create(&p, Format::Pcapng, 0, &[i], "test").unwrap();
-    w.write(0, 1_000_000_000, &data_frame(10_000, 1)).unwrap();
-    w.finish().unwrap();
+    capture_at(
+        &p,
+        Format::Pcapng,
+        &[(1_000_000_000, data_frame(10_000, 1))],
+    );
     let mut bytes = std::fs::read(&p).unwrap();
     bytes.extend_from_slice(&[1, 0, 0, 0x80, 8, 0, 0, 0]);
     bytes.extend_from_slice(&[0; 8]);
