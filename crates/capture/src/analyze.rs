@@ -963,14 +963,15 @@ pub fn analyze_readers(
         st.packets += 1;
         // The series' size is checked before the packet can grow them (the flows and
         // connections seen so far up to its bin) and after (any it added).
-        let fits = |st: &State, t: u64| st.check_values(st.bin(st.last_t.max(t)) as u64 + 1);
-        if let Err(message) = fits(&st, rec.t_ns) {
-            return Err(CaptureError {
-                file: s.reader.file().to_string(),
-                record: Some(rec.index),
-                message,
-            });
-        }
+        let fits = |st: &State| {
+            st.check_values(st.bin(st.last_t.max(rec.t_ns)) as u64 + 1)
+                .map_err(|message| CaptureError {
+                    file: s.reader.file().to_string(),
+                    record: Some(rec.index),
+                    message,
+                })
+        };
+        fits(&st)?;
         match parse(&s.buf, eth) {
             Ok(Parsed::Tcp { src, dst, seg }) => st.packet(rec.t_ns, &link, end, src, dst, &seg),
             Ok(_) => st.last_t = st.last_t.max(rec.t_ns),
@@ -982,13 +983,7 @@ pub fn analyze_readers(
                 })
             }
         }
-        if let Err(message) = fits(&st, rec.t_ns) {
-            return Err(CaptureError {
-                file: s.reader.file().to_string(),
-                record: Some(rec.index),
-                message,
-            });
-        }
+        fits(&st)?;
         s.head = s.reader.next(&mut s.buf)?;
         if let Some(r) = s.head {
             heap.push(Reverse((r.t_ns, i, r.index)));
