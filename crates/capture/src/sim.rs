@@ -31,7 +31,7 @@ use crate::End;
 use etherparse::TcpOptionElement as E;
 use railpath_core::Time;
 use railpath_scenario::{Capture, FlowKind, PathTarget, Resolved, TcpRoute, Transport};
-use railpath_sim::net::packet::{flags, Kind, Packet};
+use railpath_sim::net::packet::{flags, unwrap_seg, Kind, Packet};
 use railpath_sim::net::{Endpoint, Side};
 use railpath_sim::{PacketTap, RunResults, SimError};
 use sha2::{Digest, Sha256};
@@ -220,6 +220,9 @@ struct Conn {
     ts_s: u32,
     ts_t: u32,
     segs: SegMap,
+    /// The highest data segment seen, near which the packets' 32-bit segment numbers are
+    /// unwrapped (`unwrap_seg`: they travel modulo 2^32).
+    seg_hi: u64,
     /// Handshake written: [carrier view, in-car view].
     opened: [bool; 2],
 }
@@ -572,6 +575,7 @@ impl SimCapture {
             ts_s: d("ts-server") as u32,
             ts_t: d("ts-train") as u32,
             segs: SegMap::new(f.mss),
+            seg_hi: 0,
             opened: [false; 2],
         };
         self.conns.insert((fi as u32, sub), conn)
@@ -763,8 +767,10 @@ impl SimCapture {
     ) -> Result<(), String> {
         let c = &mut self.conns.list[ci];
         let data = side == Side::Receiver && p.kind == Kind::Data;
+        let seg = unwrap_seg(p.seq, c.seg_hi);
         if data && p.len > 0 {
-            c.segs.note(p.seq as u64, p.len as u32);
+            c.seg_hi = c.seg_hi.max(seg);
+            c.segs.note(seg, p.len as u32);
         }
         let c = &self.conns.list[ci];
         if data && p.len > 0 && c.mp_sub.is_some() {
@@ -779,7 +785,7 @@ impl SimCapture {
         let seq_s = |k: u32| {
             c.isn_s
                 .wrapping_add(1)
-                .wrapping_add(c.segs.offset(k as u64) as u32)
+                .wrapping_add(c.segs.offset(unwrap_seg(k, c.seg_hi)) as u32)
         };
         self.opts.clear();
         let fields;
@@ -792,7 +798,7 @@ impl SimCapture {
                 let mapping = (!probe).then(|| Mapping {
                     dsn: m.idsn_s.wrapping_add(1).wrapping_add(m.dsn.offset(p.dsn)),
                     dsn64: true,
-                    ssn: 1u32.wrapping_add(c.segs.offset(p.seq as u64) as u32),
+                    ssn: 1u32.wrapping_add(c.segs.offset(seg) as u32),
                     len: p.len,
                     checksum: None,
                 });

@@ -14,7 +14,7 @@
 //! receiver `tcp_fs.detect_ms` late; without TCP-FS the receiver is not told.
 
 use crate::mechanisms::tcp_fs::TcpFs;
-use crate::net::packet::Packet;
+use crate::net::packet::{unwrap_seg, Packet};
 use crate::net::StepAction;
 use crate::results::HandoffRecord;
 use railpath_core::Time;
@@ -44,6 +44,8 @@ pub(crate) struct Handoffs {
     pub seq_bytes: Vec<f64>,
     pub sent_bytes: Vec<f64>,
     last_seq: u64,
+    /// The segment number of the last segment sent, unwrapped ([`unwrap_seg`]).
+    last_seg: u64,
     bin_sent: u64,
 }
 
@@ -64,6 +66,7 @@ impl Handoffs {
             seq_bytes: Vec::with_capacity(nbins),
             sent_bytes: Vec::with_capacity(nbins),
             last_seq: 0,
+            last_seg: 0,
             bin_sent: 0,
         }
     }
@@ -78,7 +81,8 @@ impl Handoffs {
 
     pub(crate) fn note_sent(&mut self, p: &Packet, mss: u32) {
         if p.len > 0 {
-            self.last_seq = p.seq as u64 * mss as u64;
+            self.last_seg = unwrap_seg(p.seq, self.last_seg);
+            self.last_seq = self.last_seg * mss as u64;
             self.bin_sent += p.len as u64;
         }
     }

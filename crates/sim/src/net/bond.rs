@@ -23,7 +23,7 @@
 //!   member's queue refused was not received, and its duplicate ACKs pass. ACKs with an MP_PRIO
 //!   option or window updates always pass.
 
-use super::packet::{flags, Kind, Packet};
+use super::packet::{flags, unwrap_seg, Kind, Packet};
 use railpath_core::{Rng, Time};
 use railpath_scenario::BondSplit;
 
@@ -58,9 +58,9 @@ pub struct BondStats {
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Conn {
     key: (u32, u16),
-    /// Highest segment received + 1.
-    high: u32,
-    last_ack: u32,
+    /// Highest segment received + 1 (segment numbers unwrapped: [`unwrap_seg`]).
+    high: u64,
+    last_ack: u64,
     last_data_ack: u64,
     acked: bool,
 }
@@ -92,7 +92,7 @@ impl AckFilter {
     /// Data segment `seq` of connection `key` was received (entered a member's queue).
     pub fn data(&mut self, key: (u32, u16), seq: u32) {
         let c = self.conn(key);
-        c.high = c.high.max(seq.saturating_add(1));
+        c.high = c.high.max(unwrap_seg(seq, c.high).saturating_add(1));
     }
 
     /// Whether to drop this ACK of connection `key` leaving the bond.
@@ -101,14 +101,16 @@ impl AckFilter {
             return false;
         }
         let c = self.conn(key);
-        if !c.acked || p.ack > c.last_ack || p.data_ack > c.last_data_ack {
+        // Near the last ACK, or before the first one near the data seen (ACKs follow data).
+        let ack = unwrap_seg(p.ack, if c.acked { c.last_ack } else { c.high });
+        if !c.acked || ack > c.last_ack || p.data_ack > c.last_data_ack {
             c.acked = true;
-            c.last_ack = c.last_ack.max(p.ack);
+            c.last_ack = c.last_ack.max(ack);
             c.last_data_ack = c.last_data_ack.max(p.data_ack);
             return false;
         }
         // An older ACK (reordered over the members) passes: the sender ignores it.
-        p.ack == c.last_ack && p.data_ack == c.last_data_ack && p.ack < c.high
+        ack == c.last_ack && p.data_ack == c.last_data_ack && ack < c.high
     }
 }
 
@@ -329,6 +331,35 @@ mod tests {
         dack.data_ack = 7;
         assert!(!f.drop_ack(c, &dack));
         assert!(f.drop_ack(c, &dack));
+    }
+
+    #[test]
+    fn the_ack_filter_follows_segment_numbers_across_2_32() {
+        // Segment numbers travel modulo 2^32: 2^32 - 2 .. 2^32 + 2 arrive as 4294967294,
+        // 4294967295, 0, 1, 2.
+        let mut f = AckFilter::default();
+        let c = (0, 0);
+        let w = 1u64 << 32;
+        // A connection that has seen segments up to 2^32 - 9 (set, not sent: 4 G of them).
+        f.data(c, 0);
+        f.conns[0].high = w - 8;
+        for seg in w - 8..w + 3 {
+            f.data(c, seg as u32);
+        }
+        assert_eq!(f.conns[0].high, w + 3);
+        let ack = |a: u64| Packet {
+            kind: Kind::Ack,
+            ack: a as u32,
+            ..Default::default()
+        };
+        assert!(!f.drop_ack(c, &ack(w - 5)));
+        // ACK 2^32 + 1 (1 on the wire) is progress, not an old ACK below 2^32 - 5.
+        assert!(!f.drop_ack(c, &ack(w + 1)));
+        assert_eq!(f.conns[0].last_ack, w + 1);
+        // Its duplicate asks for a segment received: dropped; an older one passes.
+        assert!(f.drop_ack(c, &ack(w + 1)));
+        assert!(!f.drop_ack(c, &ack(w - 1)));
+        assert_eq!(f.conns[0].last_ack, w + 1);
     }
 
     #[test]

@@ -21,7 +21,7 @@
 //! an MPTCP connection can reassemble at the data level; the owner builds and may rewrite each
 //! ACK (data ACK, shared window, held ACKs), which is where receiver-side mechanisms hook in.
 
-use crate::net::packet::{Kind, Packet, MAX_SACK_BLOCKS};
+use crate::net::packet::{unwrap_seg, Kind, Packet, MAX_SACK_BLOCKS};
 use railpath_core::Time;
 use std::collections::VecDeque;
 
@@ -242,7 +242,7 @@ impl TcpReceiver {
         deliver: &mut impl FnMut(u64, u32, Time),
     ) -> AckDecision {
         self.segments_received += 1;
-        let seq = p.seq as u64;
+        let seq = unwrap_seg(p.seq, self.rcv_nxt);
         if seq < self.rcv_nxt {
             self.duplicates += 1;
             if let Some(l) = self.linux.as_mut() {
@@ -477,6 +477,41 @@ mod tests {
             ts: Time::from_ms(ts_ms),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn segment_numbers_carry_on_across_2_32() {
+        // A receiver that has taken 2^32 - 2 segments in order: the next ones arrive numbered
+        // 4294967294, 4294967295, 0, 1 on the wire and are the next in order, not old
+        // duplicates (before the numbers were unwrapped, a flow stalled there for good).
+        let w = 1u64 << 32;
+        let mut r = rx(false);
+        r.rcv_nxt = w - 2;
+        let mut got = Vec::new();
+        for seg in w - 2..w + 2 {
+            let p = Packet {
+                seq: seg as u32,
+                dsn: seg,
+                len: 1000,
+                ..Default::default()
+            };
+            assert_eq!(
+                r.on_data(&p, Time::from_ms(1), &mut |s, _, _| got.push(s)),
+                AckDecision::Now
+            );
+        }
+        assert_eq!(got, vec![w - 2, w - 1, w, w + 1]);
+        assert_eq!((r.rcv_nxt, r.duplicates), (w + 2, 0));
+        // The ACK carries 2^32 + 2 as 2; a segment sent again from before the wrap is a
+        // duplicate.
+        assert_eq!(r.build_ack(0).ack, 2);
+        let old = Packet {
+            seq: (w - 1) as u32,
+            len: 1000,
+            ..Default::default()
+        };
+        r.on_data(&old, Time::from_ms(2), &mut |s, _, _| got.push(s));
+        assert_eq!((got.len(), r.duplicates), (4, 1));
     }
 
     #[test]

@@ -54,7 +54,7 @@
 use super::cc::{
     AckInfo, CaState, CongestionControl, Coupling, CwndEvent, Hooks, RateSample, Window,
 };
-use crate::net::packet::{flags, Kind, Packet};
+use crate::net::packet::{flags, unwrap_seg, Kind, Packet};
 use railpath_core::Time;
 use railpath_scenario::{LossDetection, RtoFormula, TcpConfig, TimeoutSsthresh};
 use std::collections::VecDeque;
@@ -815,7 +815,7 @@ impl TcpSender {
     /// Process an ACK. `coupling` gives coupled congestion controls their siblings.
     pub fn on_ack(&mut self, ack: &Packet, now: Time, coupling: &Coupling) -> AckOutcome {
         let mut outcome = AckOutcome::default();
-        let cum = ack.ack as u64;
+        let cum = unwrap_seg(ack.ack, self.snd_una);
         if cum < self.snd_una || cum > self.snd_nxt {
             // Old (reordered) ACK or acknowledging unsent data: ignore.
             return outcome;
@@ -844,8 +844,8 @@ impl TcpSender {
         // 1. SACK blocks (RFC 2018 / 6675 scoreboard update).
         if self.cfg.sack {
             for &(start, end) in ack.sack_blocks() {
-                let start = (start as u64).max(self.snd_una).max(cum);
-                let end = (end as u64).min(self.snd_nxt);
+                let start = unwrap_seg(start, self.snd_una).max(self.snd_una).max(cum);
+                let end = unwrap_seg(end, self.snd_una).min(self.snd_nxt);
                 let mut seq = start;
                 while seq < end {
                     let mut idx = (seq - self.snd_una) as usize;
@@ -1569,6 +1569,41 @@ mod tests {
         }
         p.nsack = sacks.len() as u8;
         p
+    }
+
+    #[test]
+    fn acks_and_sack_blocks_carry_on_across_2_32() {
+        // A sender whose next segment is 2^32 - 4 (as if it had sent that many): segments
+        // 2^32 - 4 .. 2^32 + 4 go out numbered 4294967292 .. 4294967295, 0 .. 3 on the wire.
+        let w = 1u64 << 32;
+        let start = w - 4;
+        let mut s = sender(true, false);
+        (s.snd_una, s.snd_nxt, s.retx_hint) = (start, start, start);
+        (s.high_seq, s.highest_sacked, s.rack_end_seq) = (start, start, start);
+        let t0 = Time::ZERO;
+        let sent = send_n(&mut s, 8, t0);
+        let wire: Vec<u32> = sent.iter().map(|p| p.seq).collect();
+        assert_eq!(
+            wire,
+            vec![
+                u32::MAX - 3,
+                u32::MAX - 2,
+                u32::MAX - 1,
+                u32::MAX,
+                0,
+                1,
+                2,
+                3
+            ]
+        );
+        // Cumulative ACK of 2^32 - 1 and a SACK of 2^32 + 1 .. 2^32 + 3 (1 .. 3 on the wire).
+        let ms = Time::from_ms;
+        s.on_ack(&ack((w - 1) as u32, &[(1, 3)], t0), ms(50), &Coupling::NONE);
+        assert_eq!((s.snd_una, s.sacked_out), (w - 1, 2));
+        // Everything acknowledged: ACK 2^32 + 4, which is 4 on the wire.
+        let out = s.on_ack(&ack(4, &[], t0), ms(51), &Coupling::NONE);
+        assert_eq!((s.snd_una, s.sacked_out, out.newly_acked), (w + 4, 0, 3));
+        assert!(s.segs.is_empty());
     }
 
     #[test]
