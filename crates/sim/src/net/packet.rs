@@ -29,7 +29,7 @@ pub mod flags {
 
 /// A packet. Fields are ordered to pack into 96 bytes: packets are copied at every hop.
 /// Segment numbers travel as 32-bit values (as TCP sequence numbers do); endpoints keep 64-bit
-/// counters and runs never approach 2^32 segments (6 TB at 1448 B).
+/// counters and read a packet's numbers back near them ([`unwrap_seg`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Packet {
     /// Index into the world's route table.

@@ -75,8 +75,9 @@ const TLP_SINGLE_PACKET_SLACK: Time = Time::from_ms(200);
 /// A segment sent and not yet cumulatively acknowledged: 40 bytes, as a thousand flows keep a
 /// hundred thousand of them (docs/performance.md, seventh round). The payload length fits 16 bits
 /// (a packet's does), and the delivered count is kept in 32 bits as Linux keeps it
-/// (`tcp_skb_cb.tx.delivered`, a `u32`): runs never approach 2^32 delivered segments (6 TB at
-/// 1448 B), so it reads back exactly.
+/// (`tcp_skb_cb.tx.delivered`, a `u32`), read back near the sender's own count ([`unwrap_seg`]:
+/// a segment's count at send is at most a window behind it), so it reads back exactly past 2^32
+/// delivered segments too.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Seg {
     xmit: Time,
@@ -1159,7 +1160,7 @@ impl TcpSender {
         for s in self.segs.range(..n) {
             debug_assert_eq!(s.flags & (SACKED | LOST | RETRANS), 0);
             end += 1;
-            let delivered = u64::from(s.delivered);
+            let delivered = unwrap_seg(s.delivered, self.delivered);
             if first || delivered >= prior_delivered {
                 first = false;
                 prior_delivered = delivered;
@@ -1251,7 +1252,7 @@ impl TcpSender {
     ) {
         self.delivered += 1;
         self.delivered_time = now;
-        let delivered = u64::from(s.delivered);
+        let delivered = unwrap_seg(s.delivered, self.delivered);
         if prior_time.is_none() || delivered >= rs.prior_delivered {
             rs.prior_delivered = delivered;
             *prior_time = Some(s.delivered_time);
@@ -2038,7 +2039,16 @@ mod tests {
 
     #[test]
     fn rate_sample_over_one_round() {
+        // From the start, and with 2^32 + 5 segments delivered before (their count at send
+        // travels in 32 bits as 5: read back near the sender's own count, not as 5).
+        for before in [0, (1u64 << 32) + 5] {
+            rate_sample_over_one_round_after(before);
+        }
+    }
+
+    fn rate_sample_over_one_round_after(before: u64) {
         let mut s = sender(true, true);
+        s.delivered = before;
         let t0 = Time::from_ms(0);
         send_n(&mut s, 10, t0);
         // All 10 acked 100 ms later: 10 packets delivered over max(send 0, ack 100 ms).
@@ -2060,9 +2070,10 @@ mod tests {
         s.set_cc(Box::new(Probe(log.clone())));
         s.on_ack(&ack(10, &[], t0), Time::from_ms(100), &Coupling::NONE);
         let rs = log.lock().unwrap()[0];
-        assert_eq!(rs.delivered, 10);
+        assert_eq!(rs.delivered, 10, "{before} delivered before");
         assert_eq!(rs.interval, Time::from_ms(100));
         assert_eq!(rs.acked_sacked, 10);
+        assert_eq!(s.delivered, before + 10);
     }
 
     /// The observable state of a sender, compared between two driven in lockstep.
