@@ -1152,7 +1152,9 @@ impl TcpSender {
         let mut seq_rtt: Option<Time> = None;
         // tcp_rate_skb_delivered: the sampled segment is the first, then any later one sent
         // with at least as much delivered; the sender's `first_tx_time` follows it.
-        let mut prior_delivered = 0;
+        // Counts at send are 32 bits (as Linux's): compared modulo 2^32, as `after()` compares
+        // sequence numbers.
+        let mut prior_delivered = 0u32;
         let mut first = true;
         let mut end = self.snd_una;
         let (mut rack_xmit, mut rack_end_seq, mut rack_rtt) =
@@ -1160,10 +1162,9 @@ impl TcpSender {
         for s in self.segs.range(..n) {
             debug_assert_eq!(s.flags & (SACKED | LOST | RETRANS), 0);
             end += 1;
-            let delivered = unwrap_seg(s.delivered, self.delivered);
-            if first || delivered >= prior_delivered {
+            if first || s.delivered.wrapping_sub(prior_delivered) as i32 >= 0 {
                 first = false;
-                prior_delivered = delivered;
+                prior_delivered = s.delivered;
                 self.first_tx_time = s.xmit;
             }
             let ever_retrans = s.flags & EVER_RETRANS != 0;
