@@ -34,6 +34,7 @@ use crate::file::{CaptureError, CaptureReader, Record};
 use crate::frame::{parse, Parsed, Segment};
 use crate::mptcp::{self, MptcpOption};
 use crate::End;
+use railpath_sim::net::packet::unwrap_seg;
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
@@ -406,7 +407,7 @@ fn ei(end: End) -> usize {
 
 /// `seq - base` unwrapped to 64 bits near `near`.
 fn rel(seq: u32, base: u32, near: u64) -> u64 {
-    mptcp::expand32(seq.wrapping_sub(base), near)
+    unwrap_seg(seq.wrapping_sub(base), near)
 }
 
 fn in_car(ip: Ipv4Addr) -> bool {
@@ -631,7 +632,7 @@ impl State {
                     let raw = if map.dsn64 {
                         map.dsn
                     } else {
-                        mptcp::expand32(map.dsn as u32, mp.dsn_near)
+                        unwrap_seg(map.dsn as u32, mp.dsn_near)
                     };
                     mp.dsn_near = raw;
                     let b = *mp.dsn_base.get_or_insert_with(|| match mp.key_server {

@@ -437,21 +437,6 @@ pub fn join_hmac(k1: u64, k2: u64, r1: u32, r2: u32) -> [u8; 32] {
     mac.finalize().into_bytes().into()
 }
 
-/// Expand a 32-bit DSN or data ACK to 64 bits: the value with these low bits closest to `near`
-/// (RFC 8684 3.3.1: 4-octet values are the low bits of the 64-bit sequence space).
-pub fn expand32(low: u32, near: u64) -> u64 {
-    let base = near & !0xffff_ffff;
-    let cands = [
-        base.wrapping_sub(1 << 32) | low as u64,
-        base | low as u64,
-        base.wrapping_add(1 << 32) | low as u64,
-    ];
-    *cands
-        .iter()
-        .min_by_key(|&&c| c.wrapping_sub(near).min(near.wrapping_sub(c)))
-        .expect("three candidates")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -631,13 +616,5 @@ mod tests {
         outer.update(inner.finalize());
         let want: [u8; 32] = outer.finalize().into();
         assert_eq!(join_hmac(k1, k2, r1, r2), want);
-    }
-
-    #[test]
-    fn expand32_picks_the_nearest() {
-        assert_eq!(expand32(5, 0x1_0000_0003), 0x1_0000_0005);
-        // Just past a wrap of the low 32 bits.
-        assert_eq!(expand32(2, 0x1_ffff_fff0), 0x2_0000_0002);
-        assert_eq!(expand32(0xffff_fff0, 0x2_0000_0002), 0x1_ffff_fff0);
     }
 }

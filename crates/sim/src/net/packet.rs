@@ -78,7 +78,9 @@ impl Packet {
 /// The 64-bit segment number whose low 32 bits are `v` and which lies nearest `near`, the
 /// reader's own 64-bit counter (`rcv_nxt`, `snd_una`): segment numbers travel modulo 2^32, as
 /// TCP's sequence numbers do, and are compared in that arithmetic (RFC 9293 section 3.4; Linux
-/// `before()`/`after()` in include/net/tcp.h). Exact whenever the true number is within 2^31 of
+/// `before()`/`after()` in include/net/tcp.h); the capture analysis widens MPTCP's 4-octet DSNs
+/// and data ACKs with it too (RFC 8684 section 3.3.1: they are the low bits of the 64-bit
+/// sequence space). Exact whenever the true number is within 2^31 of
 /// `near`, which a window (at most 2^30 bytes, far fewer segments) guarantees: a flow may send
 /// any number of segments, not only 2^32 (6.2 TB at 1448 bytes, which one 100 Gbit/s flow sends
 /// in under nine simulated minutes). Below 2^31 it is the plain widening, so runs that never get
@@ -107,6 +109,11 @@ mod tests {
         let n = 5 * w + 50;
         assert_eq!(unwrap_seg((n - 100) as u32, n), n - 100);
         assert_eq!(unwrap_seg((n + 100) as u32, n), n + 100);
+        // The capture analysis's MPTCP cases: a 4-octet DSN near its 64-bit neighbour, and just
+        // past a wrap of the low 32 bits either way.
+        assert_eq!(unwrap_seg(5, 0x1_0000_0003), 0x1_0000_0005);
+        assert_eq!(unwrap_seg(2, 0x1_ffff_fff0), 0x2_0000_0002);
+        assert_eq!(unwrap_seg(0xffff_fff0, 0x2_0000_0002), 0x1_ffff_fff0);
         // The limit: 2^31 - 1 above and 2^31 below are still exact.
         assert_eq!(unwrap_seg((n + (1 << 31) - 1) as u32, n), n + (1 << 31) - 1);
         assert_eq!(unwrap_seg((n - (1 << 31)) as u32, n), n - (1 << 31));
