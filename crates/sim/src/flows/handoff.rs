@@ -44,8 +44,6 @@ pub(crate) struct Handoffs {
     pub seq_bytes: Vec<f64>,
     pub sent_bytes: Vec<f64>,
     last_seq: u64,
-    /// The segment number of the last segment sent, unwrapped ([`unwrap_seg`]).
-    last_seg: u64,
     bin_sent: u64,
 }
 
@@ -66,7 +64,6 @@ impl Handoffs {
             seq_bytes: Vec::with_capacity(nbins),
             sent_bytes: Vec::with_capacity(nbins),
             last_seq: 0,
-            last_seg: 0,
             bin_sent: 0,
         }
     }
@@ -81,8 +78,9 @@ impl Handoffs {
 
     pub(crate) fn note_sent(&mut self, p: &Packet, mss: u32) {
         if p.len > 0 {
-            self.last_seg = unwrap_seg(p.seq, self.last_seg);
-            self.last_seq = self.last_seg * mss as u64;
+            // The packet's 32-bit segment number, unwrapped near the last one sent.
+            let mss = u64::from(mss);
+            self.last_seq = unwrap_seg(p.seq, self.last_seq / mss) * mss;
             self.bin_sent += p.len as u64;
         }
     }
