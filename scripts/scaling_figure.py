@@ -5,7 +5,8 @@
     scripts/scaling_figure.py scale.jsonl docs/img/scaling.svg
 
 One line per scaling case (`scale-tcp-N-...`, `scale-mptcp-N-...`): the wall time per packet the
-links carried (`ns_per_packet`) against the number of flows N, on a logarithmic N axis. Standard
+links carried (`ns_per_packet`) against the number of flows N, on a logarithmic N axis. Lines of
+`scripts/htsim-scale.sh` (`htsim-tcp-N-...`) are drawn too, dashed, as htsim's curve. Standard
 library only: the figure is a few lines and dots.
 """
 
@@ -18,11 +19,16 @@ from pathlib import Path
 
 WIDTH, HEIGHT = 560, 320
 LEFT, RIGHT, TOP, BOTTOM = 70, 20, 30, 50
-COLOURS = {"tcp": "#1f77b4", "mptcp": "#d62728"}
+COLOURS = {"tcp": "#1f77b4", "mptcp": "#d62728", "htsim tcp": "#7f7f7f"}
+LABELS = {
+    "tcp": "railpath, TCP CUBIC",
+    "mptcp": "railpath, MPTCP LIA",
+    "htsim tcp": "htsim, TCP NewReno",
+}
 
 
 def read(path: Path) -> dict[str, list[tuple[int, float]]]:
-    """Series by kind (tcp, mptcp): (flows, ns per packet), sorted by flows."""
+    """Series by kind (tcp, mptcp, htsim tcp): (flows, ns per packet), sorted by flows."""
     series: dict[str, list[tuple[int, float]]] = {}
     for n, line in enumerate(path.read_text().splitlines(), 1):
         if not line.strip():
@@ -34,11 +40,12 @@ def read(path: Path) -> dict[str, list[tuple[int, float]]]:
         except (ValueError, KeyError, TypeError) as e:
             raise SystemExit(f"{path}: line {n}: not a bench line with ns_per_packet: {e}") from e
         parts = case.split("-")
-        if len(parts) < 3 or parts[0] != "scale":
+        if len(parts) < 3 or parts[0] not in ("scale", "htsim") or not parts[2].isdigit():
             continue
-        series.setdefault(parts[1], []).append((int(parts[2]), ns))
+        kind = parts[1] if parts[0] == "scale" else f"htsim {parts[1]}"
+        series.setdefault(kind, []).append((int(parts[2]), ns))
     if not series:
-        raise SystemExit(f"{path}: no scale-* bench lines")
+        raise SystemExit(f"{path}: no scale-* or htsim-* bench lines")
     return {k: sorted(v) for k, v in series.items()}
 
 
@@ -78,12 +85,15 @@ def svg(series: dict[str, list[tuple[int, float]]]) -> str:
     for i, (kind, pts) in enumerate(sorted(series.items(), reverse=True)):
         colour = COLOURS.get(kind, "black")
         path = " ".join(f"{x(f):.1f},{y(ns):.1f}" for f, ns in pts)
-        out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        dash = ' stroke-dasharray="6 4"' if kind.startswith("htsim") else ""
+        out.append(
+            f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>'
+        )
         for f, ns in pts:
             out.append(f'<circle cx="{x(f):.1f}" cy="{y(ns):.1f}" r="3" fill="{colour}"/>')
         out.append(
             f'<text x="{LEFT + 10}" y="{TOP + 14 * i}" fill="{colour}">'
-            f"{kind}: {', '.join(f'{f}: {ns:.0f}' for f, ns in pts)} ns</text>"
+            f"{LABELS.get(kind, kind)}: {', '.join(f'{f}: {ns:.0f}' for f, ns in pts)} ns</text>"
         )
     out.append("</svg>")
     return "\n".join(out) + "\n"
