@@ -40,8 +40,13 @@ def read(path: Path) -> dict[str, list[tuple[int, float]]]:
         except (ValueError, KeyError, TypeError) as e:
             raise SystemExit(f"{path}: line {n}: not a bench line with ns_per_packet: {e}") from e
         parts = case.split("-")
-        if len(parts) < 3 or parts[0] not in ("scale", "htsim") or not parts[2].isdigit():
+        if parts[0] not in ("scale", "htsim"):
             continue
+        if len(parts) < 3 or not parts[2].isdigit():
+            raise SystemExit(
+                f"{path}: line {n}: case '{case}': expected {parts[0]}-KIND-FLOWS-..., "
+                "FLOWS a whole number"
+            )
         kind = parts[1] if parts[0] == "scale" else f"htsim {parts[1]}"
         series.setdefault(kind, []).append((int(parts[2]), ns))
     if not series:

@@ -68,6 +68,9 @@ def test_bad_line_named(tmp_path: pathlib.Path) -> None:
     src.write_text('{"case": "scale-tcp-1-x", "ns_per_packet": 55}\n{"case": "scale-tcp-10-x"}\n')
     with pytest.raises(SystemExit, match=r"bad\.jsonl: line 2: not a bench line"):
         f.read(src)
+    odd = lines(tmp_path / "odd.jsonl", [{"case": "htsim-tcp-many", "ns_per_packet": 1.0}])
+    with pytest.raises(SystemExit, match=r"odd\.jsonl: line 1: case 'htsim-tcp-many'"):
+        f.read(odd)
     empty = lines(tmp_path / "none.jsonl", [{"case": "tcp-newreno", "ns_per_packet": 1.0}])
     with pytest.raises(SystemExit, match=r"no scale-\* or htsim-\* bench lines"):
         f.read(empty)

@@ -29,6 +29,10 @@ int main(int argc, char **argv) {
     }
     const int n = atoi(argv[1]);
     const double secs = argc > 2 ? atof(argv[2]) : 20.0;
+    if (!(secs > 0)) {
+        fprintf(stderr, "%s: SECONDS: expected a positive number, found '%s'\n", argv[0], argv[2]);
+        return 2;
+    }
     EventList eventlist;
     eventlist.setEndtime(timeFromSec(secs));
     Packet::set_packet_size(1500);
