@@ -13,6 +13,7 @@
 //! - [`capacity`]: SINR and the capped Shannon mapping (TR 36.942 A.2).
 //! - [`timeline`]: the radio and scripted carrier models producing timelines.
 //! - [`measured`]: measured per-carrier CSV and Mahimahi traces as timelines.
+//! - [`memo`]: each distinct run's timelines computed once per process and shared.
 //! - [`table`]: the learned handover table (PHA) and its position-based predictor, also read by
 //!   the onboard gateway.
 //!
@@ -27,6 +28,7 @@ pub mod capacity;
 pub mod config;
 pub mod failure;
 pub mod measured;
+pub mod memo;
 pub mod phad;
 pub mod procedure;
 pub mod propagation;
@@ -38,6 +40,7 @@ pub mod track;
 pub use config::{
     validate, CapacityModel, CarrierConfig, CarrierModel, OutageMode, SpeedSegment, TrainConfig,
 };
+pub use memo::carrier_timelines_shared;
 pub use table::{HandoverTable, Prediction, Predictor, TableError, Zone, ZoneKind};
 pub use timeline::carrier_timelines;
 

@@ -71,20 +71,23 @@ pub fn handover_times(s: &Scenario, seed: u64) -> Result<Vec<Vec<f64>>, String> 
 /// resolved: a profile's failure model applied), in the order of the carriers then time.
 pub fn handovers(s: &Scenario, seed: u64) -> Result<Vec<railpath_radio::HandoverRecord>, String> {
     Ok(timelines(s, seed)?
-        .into_iter()
-        .flat_map(|t| t.handovers)
+        .iter()
+        .flat_map(|t| t.handovers.iter().cloned())
         .collect())
 }
 
 /// Each carrier's timeline on the scenario's train for `seed`, from the resolved carriers (a
 /// profile applied), over the run's duration.
-fn timelines(s: &Scenario, seed: u64) -> Result<Vec<railpath_radio::CarrierTimeline>, String> {
+fn timelines(
+    s: &Scenario,
+    seed: u64,
+) -> Result<std::sync::Arc<Vec<railpath_radio::CarrierTimeline>>, String> {
     let r = s.validate().map_err(|e| e.to_string())?;
     let radio = r
         .radio
         .as_ref()
         .ok_or("the scenario has no train radio model")?;
     let end = Time::from_secs_f64(s.run.duration_s);
-    railpath_radio::carrier_timelines(&radio.train, &radio.carriers, seed, end)
+    railpath_radio::carrier_timelines_shared(&radio.train, &radio.carriers, seed, end)
         .map_err(|e| format!("radio model: {}: {}", e.key, e.message))
 }

@@ -33,13 +33,14 @@ pub(crate) fn world(r: &Resolved) -> Result<World, SimError> {
     }
     let nbins = end.ns().div_ceil(bin.ns()) as usize;
     // The radio model: one timeline per carrier (in the carriers' order), for the links that
-    // follow a carrier.
+    // follow a carrier; computed once per process for runs that share the train, the carriers,
+    // the seed and the duration (`railpath_radio::memo`).
     let timelines = match &r.radio {
         Some(radio) => {
-            railpath_radio::carrier_timelines(&radio.train, &radio.carriers, r.run.seed, end)
+            railpath_radio::carrier_timelines_shared(&radio.train, &radio.carriers, r.run.seed, end)
                 .map_err(|e| SimError::Input(railpath_scenario::radio_error(&r.source, e)))?
         }
-        None => Vec::new(),
+        None => Arc::new(Vec::new()),
     };
     let mut handovers: Vec<Handover> = timelines
         .iter()
@@ -109,7 +110,7 @@ struct Builder<'a> {
     net: Net,
     links: Vec<LinkRuntime>,
     flows: Vec<Flow>,
-    timelines: Vec<railpath_radio::CarrierTimeline>,
+    timelines: Arc<Vec<railpath_radio::CarrierTimeline>>,
     balancers: Vec<BalancerRt>,
 }
 

@@ -183,9 +183,12 @@ pub fn learn_table(
     let mut logs = Vec::with_capacity(runs as usize);
     for k in 1..=u64::from(runs) {
         let seed = seed.wrapping_add(k);
-        let tl = railpath_radio::carrier_timelines(&radio.train, &radio.carriers, seed, end)
+        let tl = railpath_radio::carrier_timelines_shared(&radio.train, &radio.carriers, seed, end)
             .map_err(|e| format!("radio model: {}: {}", e.key, e.message))?;
-        let hs = tl.into_iter().flat_map(|t| t.handovers).collect();
+        let hs = tl
+            .iter()
+            .flat_map(|t| t.handovers.iter().cloned())
+            .collect();
         logs.push((format!("seed {seed}"), hs));
     }
     HandoverTable::learn(&logs, gps_error_m)
