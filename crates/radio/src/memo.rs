@@ -11,9 +11,9 @@
 //! [`carrier_timelines`] exactly (the same function computes them).
 //!
 //! Memoisation (Michie, "'Memo' functions and machine learning", Nature 218, 1968) with
-//! least-recently-used eviction under a byte budget. The keys hold floating-point settings, which
-//! have no `Hash`, so a lookup compares them with `==` against each entry; the memo holds tens of
-//! entries at most. A request whose carriers include measured data (CSV, Mahimahi) bypasses it:
+//! least-recently-used eviction under a byte budget and an entry count. The keys hold
+//! floating-point settings, which have no `Hash`, so a lookup compares them with `==` against
+//! each entry: a few hundred entries at most, tens in practice. A request whose carriers include measured data (CSV, Mahimahi) bypasses it:
 //! those timelines cost little to build and their data would make every comparison long.
 //!
 //! Two threads that ask for the same timelines at once compute them once: the second waits for
@@ -31,6 +31,11 @@ pub type Shared = Result<Arc<Vec<CarrierTimeline>>, RadioError>;
 /// The process-wide memo's budget: 64 MiB of steps and handover records (a 600 s run of a
 /// two-carrier line is about 1.6 MB, so some forty such runs).
 pub const BUDGET_BYTES: usize = 64 << 20;
+
+/// At most this many entries, whatever their size: a lookup compares the request with each
+/// (a sweep of many short runs, or of configurations that fail, would otherwise pile up small
+/// entries under the byte budget).
+pub const MAX_ENTRIES: usize = 256;
 
 /// [`carrier_timelines`], computed once per distinct (train, carriers, seed, duration) in the
 /// process and shared (see the module's header).
@@ -143,7 +148,7 @@ impl Memo {
             })
             .clone();
         if computed {
-            let bytes = weight(&out);
+            let bytes = weight(carriers.len(), &out);
             let mut g = self.lock();
             if let Some(e) = g.entries.iter_mut().find(|e| Arc::ptr_eq(&e.cell, &cell)) {
                 e.bytes = bytes;
@@ -178,9 +183,9 @@ impl Memo {
 
 impl Inner {
     /// Drop the least recently used computed entries, other than `keep`, until the entries fit
-    /// `budget` bytes.
+    /// `budget` bytes and [`MAX_ENTRIES`].
     fn evict(&mut self, budget: usize, keep: &Arc<OnceLock<Shared>>) {
-        while self.bytes > budget {
+        while self.bytes > budget || self.entries.len() > MAX_ENTRIES {
             let victim = self
                 .entries
                 .iter()
@@ -197,18 +202,19 @@ impl Inner {
     }
 }
 
-/// The bytes a result holds (steps and handover records; an error holds next to nothing).
-fn weight(r: &Shared) -> usize {
-    match r {
+/// The bytes an entry holds: its request's configurations and its result's steps and handover
+/// records (never 0: a computed entry can be evicted).
+fn weight(carriers: usize, r: &Shared) -> usize {
+    let key = std::mem::size_of::<Entry>() + carriers * std::mem::size_of::<CarrierConfig>();
+    key + match r {
         Ok(tl) => tl
             .iter()
             .map(|t| {
                 t.steps.len() * std::mem::size_of::<LinkStep>()
                     + t.handovers.len() * std::mem::size_of::<HandoverRecord>()
             })
-            .sum::<usize>()
-            .max(1),
-        Err(_) => 1,
+            .sum::<usize>(),
+        Err(e) => e.message.len() + e.key.len() + e.file.len(),
     }
 }
 
@@ -293,7 +299,10 @@ mod tests {
     fn the_least_recently_used_entry_goes_when_the_budget_is_passed() {
         let (t, cs) = line();
         // Room for two results of this size, not three.
-        let one = weight(&Ok(Arc::new(carrier_timelines(&t, &cs, 1, RUN).unwrap())));
+        let one = weight(
+            cs.len(),
+            &Ok(Arc::new(carrier_timelines(&t, &cs, 1, RUN).unwrap())),
+        );
         let memo = Memo::new(one * 5 / 2);
         let s1 = memo.get(&t, &cs, 1, RUN).unwrap();
         memo.get(&t, &cs, 2, RUN).unwrap();
@@ -307,6 +316,25 @@ mod tests {
         assert!(Arc::ptr_eq(&s1, &memo.get(&t, &cs, 1, RUN).unwrap()));
         memo.get(&t, &cs, 2, RUN).unwrap();
         assert_eq!(memo.stats(), (hits + 1, misses + 1));
+    }
+
+    #[test]
+    fn failing_requests_do_not_pile_up() {
+        // Requests that all fail (a negative site spacing): each is an entry of its own, and
+        // the memo keeps the most recent MAX_ENTRIES.
+        let (t, mut cs) = line();
+        let memo = Memo::new(BUDGET_BYTES);
+        for k in 0..MAX_ENTRIES as u64 + 10 {
+            cs[0].enb_spacing_m = Some(-1.0 - k as f64);
+            assert!(memo.get(&t, &cs, 1, RUN).is_err());
+        }
+        assert_eq!(memo.len(), MAX_ENTRIES);
+        // The last request is still held; the first is not.
+        let last = memo.stats();
+        assert!(memo.get(&t, &cs, 1, RUN).is_err());
+        cs[0].enb_spacing_m = Some(-1.0);
+        assert!(memo.get(&t, &cs, 1, RUN).is_err());
+        assert_eq!(memo.stats(), (last.0 + 1, last.1 + 1));
     }
 
     #[test]
