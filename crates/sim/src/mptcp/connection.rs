@@ -202,7 +202,7 @@ pub(crate) struct MptcpFlow {
     /// unplugs.
     pub wakes: Vec<Time>,
     /// PHA's blocks (also checked on every new send) and PHA-D's backup times, for statistics.
-    pha_blocks: Option<crate::mechanisms::pha::Blocks>,
+    pha_blocks: Option<crate::mechanisms::pha::BlockReader>,
     phad_backup: Option<crate::mechanisms::pha::Blocks>,
     mechanisms: Vec<String>,
     pha_stats: crate::results::PhaStats,
@@ -487,7 +487,7 @@ impl MptcpFlow {
                 wakes = p.blocks.ends().collect();
                 wakes.sort();
                 wakes.dedup();
-                pha_blocks = Some(p.blocks.clone());
+                pha_blocks = Some(crate::mechanisms::pha::BlockReader::new(p.blocks.clone()));
             } else {
                 phad_backup = Some(p.backup.clone());
             }
@@ -1132,7 +1132,7 @@ impl MptcpFlow {
 
     #[cold]
     fn note_mechanism_send(&mut self, i: usize, now: Time) {
-        let blocked = |j: usize| self.pha_blocks.as_ref().is_some_and(|b| b.blocked(j, now));
+        let mut blocked = |j: usize| self.pha_blocks.as_mut().is_some_and(|b| b.blocked(j, now));
         if blocked(i) {
             self.pha_stats.sends_in_zone += 1;
         }
@@ -1265,7 +1265,7 @@ impl MptcpFlow {
     fn push_redundant(&mut self, now: Time, net: &mut Net) {
         // PHA: a subflow in a predicted handover zone carries nothing new (at most 16 subflows).
         let mut blocked = [false; 16];
-        if let Some(b) = &self.pha_blocks {
+        if let Some(b) = &mut self.pha_blocks {
             for (j, x) in blocked.iter_mut().enumerate().take(self.subflows.len()) {
                 *x = b.blocked(j, now);
             }
@@ -2036,7 +2036,7 @@ impl FlowOps for MptcpFlow {
                 st.blocked_s = self
                     .pha_blocks
                     .as_ref()
-                    .map_or(0.0, |b| b.total().secs_f64());
+                    .map_or(0.0, |b| b.blocks().total().secs_f64());
                 st.backup_s = self
                     .phad_backup
                     .as_ref()
