@@ -11,15 +11,27 @@ pub const SE_MAX: f64 = 4.4;
 /// SINR below which nothing gets through, dB (TR 36.942 A.2).
 pub const SINR_MIN_DB: f64 = -10.0;
 
-fn mw(dbm: f64) -> f64 {
+/// Power in mW of `dbm`.
+pub fn mw(dbm: f64) -> f64 {
     10f64.powf(dbm / 10.0)
 }
 
 /// SINR in dB of a serving cell received at `serving_dbm` with interferers at `interferers_dbm`
 /// transmitting `load` of the time, over noise `noise_dbm` (all per resource element).
 pub fn sinr_db(serving_dbm: f64, interferers_dbm: &[f64], load: f64, noise_dbm: f64) -> f64 {
-    let i: f64 = interferers_dbm.iter().map(|&x| mw(x)).sum::<f64>() * load;
-    10.0 * (mw(serving_dbm) / (i + mw(noise_dbm))).log10()
+    sinr_db_mw(
+        mw(serving_dbm),
+        interferers_dbm.iter().map(|&x| mw(x)).sum::<f64>(),
+        load,
+        mw(noise_dbm),
+    )
+}
+
+/// [`sinr_db`] from powers already in mW: `interferers_mw` is the interferers' sum (added in
+/// their order, as [`sinr_db`] adds them), `noise_mw` the noise's. The radio timeline converts
+/// the noise once per carrier rather than at every sample.
+pub fn sinr_db_mw(serving_mw: f64, interferers_mw: f64, load: f64, noise_mw: f64) -> f64 {
+    10.0 * (serving_mw / (interferers_mw * load + noise_mw)).log10()
 }
 
 /// Spectral efficiency in bit/s/Hz at `sinr_db`.
@@ -49,6 +61,13 @@ mod tests {
         assert!((sinr_db(-80.0, &[-80.0], 0.5, -200.0) - 3.0103).abs() < 1e-4);
         // Noise only, 20 dB below: 20 dB.
         assert!((sinr_db(-100.0, &[], 0.5, -120.0) - 20.0).abs() < 1e-9);
+        // In mW: 1e-8 mW over 1e-8 x 0.5 + 1e-20: 2 (3.0103 dB), the same bits as from dBm.
+        let from_mw = sinr_db_mw(mw(-80.0), mw(-80.0), 0.5, mw(-200.0));
+        assert!((from_mw - 3.0103).abs() < 1e-4);
+        assert_eq!(
+            from_mw.to_bits(),
+            sinr_db(-80.0, &[-80.0], 0.5, -200.0).to_bits()
+        );
     }
 
     #[test]

@@ -209,10 +209,17 @@ impl Cell {
 
     /// RSRP in dBm with the train at `x_m`; `common` is the carrier's [`common_field`].
     pub fn rsrp_dbm(&self, c: &CarrierConfig, common: &Field, x_m: f64) -> f64 {
+        let rho = c.shadowing_site_corr;
+        self.rsrp_dbm_at(c, rho.sqrt() * common.at(x_m), (1.0 - rho).sqrt(), x_m)
+    }
+
+    /// [`Cell::rsrp_dbm`] with the parts every cell shares at `x_m` worked out once by the
+    /// caller: `common_db` is `sqrt(rho) * common.at(x_m)` and `own_weight` `sqrt(1 - rho)`
+    /// (`rho`: `shadowing_site_corr`). The same operations on the same values: the same bits.
+    pub fn rsrp_dbm_at(&self, c: &CarrierConfig, common_db: f64, own_weight: f64, x_m: f64) -> f64 {
         let dx = x_m - self.site.position_m;
         let d = (dx * dx + c.enb_offset_m * c.enb_offset_m).sqrt();
-        let rho = c.shadowing_site_corr;
-        let shadow = rho.sqrt() * common.at(x_m) + (1.0 - rho).sqrt() * self.fixed.at(x_m);
+        let shadow = common_db + own_weight * self.fixed.at(x_m);
         c.rs_power_dbm - pathloss_db(d, c.pathloss_1km_db, c.pathloss_exponent)
             + shadow
             + self.run.at(x_m)

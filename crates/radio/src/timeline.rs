@@ -119,7 +119,10 @@ fn radio_timeline(
     // The log entry of the outage in progress (a handover's, or a failure's).
     let mut open: Option<usize> = None;
     let mut neigh: Vec<(usize, f64)> = Vec::new();
-    let mut interf: Vec<f64> = Vec::new();
+    // Worked out once, not per sample or per cell (the same values: the same bits).
+    let noise_mw = capacity::mw(c.noise_dbm);
+    let rho = c.shadowing_site_corr;
+    let (common_weight, own_weight) = (rho.sqrt(), (1.0 - rho).sqrt());
 
     // Cells w_lo..w_hi are within cell_range_m of the train (sites sorted, positions never
     // decrease).
@@ -136,8 +139,9 @@ fn radio_timeline(
         }
         // Measure the cells in range and the serving cell wherever it is; layer-3 filter.
         let outside = serving.filter(|&s| s < w_lo || s >= w_hi);
+        let common_db = common_weight * common.at(x);
         for j in (w_lo..w_hi).chain(outside) {
-            let m = cells[j].rsrp_dbm(c, &common, x);
+            let m = cells[j].rsrp_dbm_at(c, common_db, own_weight, x);
             raw[j] = m;
             filt[j] = Some(match filt[j] {
                 None => m,
@@ -145,15 +149,13 @@ fn radio_timeline(
             });
         }
         // The wideband SINR of cell `j` from this sample's measurements (failure model only).
-        let raw_sinr = |j: usize, interf: &mut Vec<f64>| {
-            interf.clear();
-            interf.extend(
-                (w_lo..w_hi)
-                    .chain(outside)
-                    .filter(|&k| k != j)
-                    .map(|k| raw[k]),
-            );
-            capacity::sinr_db(raw[j], interf, c.interference_load, c.noise_dbm)
+        let raw_sinr = |j: usize| {
+            let interf = (w_lo..w_hi)
+                .chain(outside)
+                .filter(|&k| k != j)
+                .map(|k| capacity::mw(raw[k]))
+                .sum::<f64>();
+            capacity::sinr_db_mw(capacity::mw(raw[j]), interf, c.interference_load, noise_mw)
         };
         // The strongest cell in range by filtered RSRP (attach and re-establishment).
         let strongest = || {
@@ -162,12 +164,7 @@ fn radio_timeline(
                 .max_by(|p, q| p.1.total_cmp(&q.1).then(q.0.cmp(&p.0)))
                 .map(|(j, _)| j)
         };
-        let (flow, ev) = proc.begin(
-            t,
-            &mut |j| raw_sinr(j, &mut interf),
-            &mut || strongest(),
-            &mut rng,
-        );
+        let (flow, ev) = proc.begin(t, &mut |j| raw_sinr(j), &mut || strongest(), &mut rng);
         match ev {
             Some(Event::Back {
                 cell,
@@ -228,7 +225,7 @@ fn radio_timeline(
         };
         if fail.is_some() {
             // Radio link monitoring on the serving cell.
-            let sinr = raw_sinr(s, &mut interf);
+            let sinr = raw_sinr(s);
             if let Some(Event::Failed { kind, onset_m, .. }) = proc.monitor(t, x, sinr, &mut rng) {
                 // The link is out and what it holds is lost until re-establishment ends.
                 handovers.push(HandoverRecord {
@@ -287,9 +284,12 @@ fn radio_timeline(
         }
         let s = serving.unwrap_or(s);
         let mp = filt[s].unwrap_or(f64::NEG_INFINITY);
-        interf.clear();
-        interf.extend((w_lo..w_hi).filter(|&j| j != s).filter_map(|j| filt[j]));
-        let sinr = capacity::sinr_db(mp, &interf, c.interference_load, c.noise_dbm);
+        let interf = (w_lo..w_hi)
+            .filter(|&j| j != s)
+            .filter_map(|j| filt[j])
+            .map(capacity::mw)
+            .sum::<f64>();
+        let sinr = capacity::sinr_db_mw(capacity::mw(mp), interf, c.interference_load, noise_mw);
         let rate = match c.capacity {
             CapacityModel::Sinr => capacity::rate_bps(sinr, peak, min_rate),
             CapacityModel::Peak => peak.round() as u64,
