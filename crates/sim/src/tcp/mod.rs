@@ -3,4 +3,5 @@
 
 pub mod cc;
 pub mod receiver;
+mod sacked;
 pub mod sender;

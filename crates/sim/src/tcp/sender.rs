@@ -49,11 +49,14 @@
 //!   internal pacing; TSO/GSO bursts are not modelled.
 //!
 //! Sequence numbers count segments (every segment but a finite flow's last carries a full MSS);
-//! the scoreboard is a ring of per-segment state from snd_una to snd_nxt.
+//! the scoreboard is a ring of per-segment state from snd_una to snd_nxt, whose SACKED marks are
+//! also kept as bits ([`super::sacked`]) so that RACK's walk and the SACK update pass SACKed runs
+//! without reading their records, as Linux's RACK walks a list that SACKed skbs have left.
 
 use super::cc::{
     AckInfo, CaState, CongestionControl, Coupling, CwndEvent, Hooks, RateSample, Window,
 };
+use super::sacked::SackedBits;
 use crate::net::packet::{flags, unwrap_seg, Kind, Packet};
 use railpath_core::Time;
 use railpath_scenario::{LossDetection, RtoFormula, TcpConfig, TimeoutSsthresh};
@@ -187,6 +190,8 @@ pub struct TcpSender {
     snd_una: u64,
     snd_nxt: u64,
     segs: VecDeque<Seg>,
+    /// The SACKED marks of `segs` by sequence number, for the walks to pass SACKed runs by.
+    sacked_bits: SackedBits,
     sacked_out: u32,
     lost_out: u32,
     retrans_out: u32,
@@ -279,6 +284,7 @@ impl TcpSender {
             snd_una: 0,
             snd_nxt: 0,
             segs: VecDeque::with_capacity(16),
+            sacked_bits: SackedBits::default(),
             sacked_out: 0,
             lost_out: 0,
             retrans_out: 0,
@@ -539,6 +545,9 @@ impl TcpSender {
             first_tx_time: self.first_tx_time,
             app_limited: self.app_limited != 0,
         });
+        if self.sacked_out > 0 && self.segs.len() > self.sacked_bits.capacity() {
+            self.reserve_sacked_bits();
+        }
         if self.state == CaState::Recovery {
             self.prr_out += 1;
         }
@@ -843,31 +852,28 @@ impl TcpSender {
         let mut seq_rtt: Option<Time> = None;
 
         // 1. SACK blocks (RFC 2018 / 6675 scoreboard update).
-        if self.cfg.sack {
+        if self.cfg.sack && ack.nsack > 0 {
+            if self.segs.len() > self.sacked_bits.capacity() {
+                self.reserve_sacked_bits();
+            }
             for &(start, end) in ack.sack_blocks() {
                 let start = unwrap_seg(start, self.snd_una).max(self.snd_una).max(cum);
                 let end = unwrap_seg(end, self.snd_una).min(self.snd_nxt);
                 let mut seq = start;
-                while seq < end {
-                    let mut idx = (seq - self.snd_una) as usize;
-                    if self.segs[idx].flags & SACKED != 0 {
-                        // Most of a block repeats what earlier ACKs reported: skip the run of
-                        // segments SACKed before by iterator, not by index per segment.
-                        let to = (end - self.snd_una) as usize;
-                        let Some(k) = self
-                            .segs
-                            .range(idx + 1..to)
-                            .position(|s| s.flags & SACKED == 0)
-                        else {
-                            break;
-                        };
-                        seq += k as u64 + 1;
-                        idx += k + 1;
+                loop {
+                    // Most of a block repeats what earlier ACKs reported: the runs SACKed
+                    // before are passed by their bits.
+                    seq = self.sacked_bits.next_clear(seq, end);
+                    if seq >= end {
+                        break;
                     }
+                    let idx = (seq - self.snd_una) as usize;
                     let s = self.segs[idx];
+                    debug_assert_eq!(s.flags & SACKED, 0);
                     self.mark_delivered(&s, now, &mut rs, &mut rs_prior_time);
                     let s2 = &mut self.segs[idx];
                     s2.flags |= SACKED;
+                    self.sacked_bits.set(seq);
                     self.sacked_out += 1;
                     if s.flags & LOST != 0 {
                         self.lost_out -= 1;
@@ -915,6 +921,7 @@ impl TcpSender {
                     self.note_reordering(seq, s.flags);
                 } else {
                     self.sacked_out -= 1;
+                    self.sacked_bits.clear(seq);
                 }
             }
             if !self.cfg.sack && self.state == CaState::Recovery {
@@ -1243,6 +1250,18 @@ impl TcpSender {
         }
     }
 
+    /// Give the SACKED bits room for the whole window (out of line: at most a logarithmic number
+    /// of times per flow).
+    #[cold]
+    #[inline(never)]
+    fn reserve_sacked_bits(&mut self) {
+        self.sacked_bits.reserve(
+            self.snd_una,
+            self.segs.len(),
+            self.segs.iter().map(|s| s.flags & SACKED != 0),
+        );
+    }
+
     /// tcp_rate_skb_delivered for segment `s`, newly delivered.
     fn mark_delivered(
         &mut self,
@@ -1331,46 +1350,60 @@ impl TcpSender {
             (self.rack_xmit, self.rack_end_seq, self.rack_rtt);
         let mut timeout = Time::ZERO;
         let mut newly = 0;
-        // `segs[k]` is segment snd_una + k; walked by iterator (no index arithmetic per
-        // segment). `end` is the segment's end, its sequence + 1.
-        let mut end = self.snd_una;
-        for s in self.segs.iter_mut() {
-            end += 1;
-            if s.flags & SACKED != 0 {
-                continue;
+        // The segments not SACKed, in sequence order (Linux walks its `tsorted_sent_queue`,
+        // which SACKed skbs have left): each run of them [a, b) by iterator over `segs`
+        // (`segs[k]` is segment snd_una + k), the SACKed runs between by their bits. `end` is
+        // a segment's end, its sequence + 1.
+        let (una, nxt) = (self.snd_una, self.snd_nxt);
+        let mut a = una;
+        'walk: loop {
+            a = self.sacked_bits.next_clear(a, nxt);
+            if a >= nxt {
+                break;
             }
-            let sent_before = s.xmit < rack_xmit || (s.xmit == rack_xmit && end < rack_end_seq);
-            if !sent_before {
-                if s.flags & EVER_RETRANS == 0 {
-                    // Sequence order equals send order for first transmissions: nothing later
-                    // can have been sent before RACK.xmit (see module notes).
-                    break;
-                }
-                continue;
-            }
-            if s.flags & LOST != 0 && s.flags & RETRANS == 0 {
-                continue; // already marked, awaiting retransmission
-            }
-            let deadline = s.xmit + rack_rtt + reo_wnd;
-            if deadline <= now {
-                // A lost retransmission is marked for retransmission again; lost_out counts
-                // each segment once.
-                if s.flags & RETRANS != 0 {
-                    s.flags &= !RETRANS;
-                    self.retrans_out -= 1;
-                }
-                if s.flags & LOST == 0 {
-                    self.lost_out += 1;
-                }
-                s.flags |= LOST;
-                newly += 1;
-                self.lost_total += 1;
-                if end - 1 < self.retx_hint {
-                    self.retx_hint = end - 1;
-                }
+            let b = if self.sacked_out == 0 {
+                nxt
             } else {
-                timeout = timeout.max(deadline - now);
+                self.sacked_bits.next_set(a, nxt)
+            };
+            let mut end = a;
+            for s in self.segs.range_mut((a - una) as usize..(b - una) as usize) {
+                end += 1;
+                debug_assert_eq!(s.flags & SACKED, 0);
+                let sent_before = s.xmit < rack_xmit || (s.xmit == rack_xmit && end < rack_end_seq);
+                if !sent_before {
+                    if s.flags & EVER_RETRANS == 0 {
+                        // Sequence order equals send order for first transmissions: nothing
+                        // later can have been sent before RACK.xmit (see module notes).
+                        break 'walk;
+                    }
+                    continue;
+                }
+                if s.flags & LOST != 0 && s.flags & RETRANS == 0 {
+                    continue; // already marked, awaiting retransmission
+                }
+                let deadline = s.xmit + rack_rtt + reo_wnd;
+                if deadline <= now {
+                    // A lost retransmission is marked for retransmission again; lost_out
+                    // counts each segment once.
+                    if s.flags & RETRANS != 0 {
+                        s.flags &= !RETRANS;
+                        self.retrans_out -= 1;
+                    }
+                    if s.flags & LOST == 0 {
+                        self.lost_out += 1;
+                    }
+                    s.flags |= LOST;
+                    newly += 1;
+                    self.lost_total += 1;
+                    if end - 1 < self.retx_hint {
+                        self.retx_hint = end - 1;
+                    }
+                } else {
+                    timeout = timeout.max(deadline - now);
+                }
             }
+            a = b;
         }
         if timeout > Time::ZERO {
             self.xmit_timer = Some((now + timeout, XmitTimer::Reorder));
@@ -2079,6 +2112,21 @@ mod tests {
 
     /// The observable state of a sender, compared between two driven in lockstep.
     fn state_of(s: &TcpSender) -> impl PartialEq + std::fmt::Debug + '_ {
+        // The SACKED bits mirror the marks, and no bit is set outside the window.
+        for (seq, seg) in (s.snd_una..).zip(&s.segs) {
+            assert_eq!(
+                s.sacked_bits.get(seq),
+                seg.flags & SACKED != 0,
+                "segment {seq}"
+            );
+        }
+        let cap = s.sacked_bits.capacity() as u64;
+        if s.sacked_out > 0 && s.cfg.sack {
+            assert!(cap >= s.snd_nxt - s.snd_una, "bits for the window");
+        }
+        for seq in s.snd_nxt..s.snd_una + cap {
+            assert!(!s.sacked_bits.get(seq), "segment {seq} past the window");
+        }
         (
             (s.cwnd(), s.ssthresh(), s.state, s.in_flight(), s.lost_out()),
             (s.srtt(), s.rttvar(), s.rto(), s.min_rtt()),
