@@ -33,13 +33,24 @@ pub enum Event {
     Sample,
 }
 
-/// A queued event. `key` packs the order into one integer: time in the high 64 bits, then a
-/// same-time class bit (0 for bin ends, so a bin [t0, t1) closes before anything that happens at
-/// t1, 1 for everything else), then the insertion sequence number.
+/// A queued event. Its order is that of the 128-bit integer whose high 64 bits are the time
+/// and whose low 64 are a same-time class bit (0 for bin ends, so a bin [t0, t1) closes before
+/// anything that happens at t1, 1 for everything else) then the insertion sequence number. The
+/// two halves are kept as two `u64` and joined into the `u128` when compared ([`Entry::key`]):
+/// a `u128` field would align the entry to 16 bytes and make it 32 bytes long, where it is 24,
+/// and with a thousand flows' timers the heap is some 2 000 entries, sifted through 11 levels.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
-    key: u128,
+    time: u64,
+    order: u64,
     ev: Event,
+}
+
+impl Entry {
+    #[inline(always)]
+    fn key(&self) -> u128 {
+        ((self.time as u128) << 64) | self.order as u128
+    }
 }
 
 const CLASS_BIT: u64 = 1 << 63;
@@ -97,7 +108,8 @@ impl Scheduler {
         self.seq += 1;
         let class = if ev == Event::Sample { 0 } else { CLASS_BIT };
         let entry = Entry {
-            key: ((time.ns() as u128) << 64) | (class | self.seq) as u128,
+            time: time.ns(),
+            order: class | self.seq,
             ev,
         };
         self.place(entry);
@@ -129,7 +141,8 @@ impl Scheduler {
         self.seq += 1;
         let class = if ev == Event::Sample { 0 } else { CLASS_BIT };
         let entry = Entry {
-            key: ((time.ns() as u128) << 64) | (class | self.seq) as u128,
+            time: time.ns(),
+            order: class | self.seq,
             ev,
         };
         if self.place(entry) != 0 || time > self.until {
@@ -165,12 +178,12 @@ impl Scheduler {
         }
         self.until = until;
         let top = self.heap.first()?;
-        if (top.key >> 64) as u64 > until.ns() {
+        if top.time > until.ns() {
             return None;
         }
-        let (key, ev) = (top.key, top.ev);
+        let (time, ev) = (top.time, top.ev);
         self.popped_top = true;
-        self.now = Time::from_ns((key >> 64) as u64);
+        self.now = Time::from_ns(time);
         self.processed += 1;
         Some(ev)
     }
@@ -188,7 +201,7 @@ impl Scheduler {
         self.heap.push(e);
         while hole > 0 {
             let parent = (hole - 1) / 2;
-            if self.heap[parent].key <= e.key {
+            if self.heap[parent].key() <= e.key() {
                 break;
             }
             self.heap[hole] = self.heap[parent];
@@ -210,10 +223,10 @@ impl Scheduler {
             if child >= len {
                 break;
             }
-            if child + 1 < len && heap[child + 1].key < heap[child].key {
+            if child + 1 < len && heap[child + 1].key() < heap[child].key() {
                 child += 1;
             }
-            if heap[child].key >= e.key {
+            if heap[child].key() >= e.key() {
                 break;
             }
             heap[hole] = heap[child];
@@ -394,6 +407,23 @@ mod tests {
     fn an_event_fits_in_a_register() {
         // Passed by value in one register, not through memory (docs/performance.md).
         assert_eq!(std::mem::size_of::<Event>(), 8);
+    }
+
+    #[test]
+    fn a_queued_event_is_24_bytes_and_keeps_the_128_bit_order() {
+        assert_eq!(std::mem::size_of::<Entry>(), 24);
+        // Time first, then the class bit, then the sequence: a bin end at t goes before an
+        // earlier-inserted event at t, and both after anything at t - 1 ns.
+        let e = |time: u64, order: u64| Entry {
+            time,
+            order,
+            ev: Event::Sample,
+        };
+        let late_seq = e(5, CLASS_BIT | 1);
+        let bin_end = e(5, 7);
+        let earlier = e(4, CLASS_BIT | u64::MAX >> 1);
+        assert!(earlier.key() < bin_end.key() && bin_end.key() < late_seq.key());
+        assert_eq!(late_seq.key(), (5u128 << 64) | (CLASS_BIT | 1) as u128);
     }
 
     #[test]
