@@ -60,7 +60,7 @@ use super::sacked::SackedBits;
 use crate::net::packet::{flags, unwrap_seg, Kind, Packet};
 use railpath_core::Time;
 use railpath_scenario::{LossDetection, RtoFormula, TcpConfig, TimeoutSsthresh};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 const SACKED: u8 = 1;
 const LOST: u8 = 2;
@@ -75,24 +75,34 @@ const CLOCK_GRANULARITY: Time = Time::from_ms(1);
 /// Linux `TCP_RTO_MIN` added to the PTO when a single packet is outstanding (delayed-ACK slack).
 const TLP_SINGLE_PACKET_SLACK: Time = Time::from_ms(200);
 
-/// A segment sent and not yet cumulatively acknowledged: 40 bytes, as a thousand flows keep a
-/// hundred thousand of them (docs/performance.md, seventh round). The payload length fits 16 bits
-/// (a packet's does), and the delivered count is kept in 32 bits as Linux keeps it
+/// A segment sent and not yet cumulatively acknowledged: 32 bytes aligned to 32, two to a cache
+/// line, as a thousand flows keep a hundred thousand of them and read each back an RTT after
+/// writing it (docs/performance.md, seventh and fourteenth rounds). The payload length fits 16
+/// bits (a packet's does), and the delivered count is kept in 32 bits as Linux keeps it
 /// (`tcp_skb_cb.tx.delivered`, a `u32`), read back near the sender's own count ([`unwrap_seg`]:
 /// a segment's count at send is at most a window behind it), so it reads back exactly past 2^32
-/// delivered segments too.
+/// delivered segments too. The rate sample's two times at send (Linux `tx.delivered_mstamp`
+/// and `tx.first_tx_mstamp`) are kept as how long before `xmit` they were, in nanoseconds, when
+/// both are less than `u32::MAX` (4.3 s) before it; otherwise the record says [`FAR`] and the
+/// times themselves are in the sender's `far_times` under the segment's number. Either way
+/// they read back exactly ([`TcpSender::rate_times`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[repr(align(32))]
 struct Seg {
     xmit: Time,
     dsn: u64,
-    /// Rate sampling: `delivered_time` and `delivered` when (re)sent, and the send-window start.
-    delivered_time: Time,
-    first_tx_time: Time,
     delivered: u32,
+    /// `xmit - delivered_time` (the sender's last delivery before the segment was (re)sent).
+    since_delivered: u32,
+    /// `xmit - first_tx_time` (the start of the send window the segment was sent in).
+    since_first_tx: u32,
     len: u16,
     flags: u8,
     app_limited: bool,
 }
+
+/// A record's `since_delivered` when its rate times are in `far_times`.
+const FAR: u32 = u32::MAX;
 
 /// Which timer holds the single retransmission-timer slot (Linux `icsk_pending`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,6 +200,8 @@ pub struct TcpSender {
     snd_una: u64,
     snd_nxt: u64,
     segs: VecDeque<Seg>,
+    /// The rate times at send of the segments whose record says [`FAR`], by segment number.
+    far_times: BTreeMap<u64, (Time, Time)>,
     /// The SACKED marks of `segs` by sequence number, for the walks to pass SACKed runs by.
     sacked_bits: SackedBits,
     sacked_out: u32,
@@ -284,6 +296,7 @@ impl TcpSender {
             snd_una: 0,
             snd_nxt: 0,
             segs: VecDeque::with_capacity(16),
+            far_times: BTreeMap::new(),
             sacked_bits: SackedBits::default(),
             sacked_out: 0,
             lost_out: 0,
@@ -534,6 +547,7 @@ impl TcpSender {
             self.first_tx_time = now;
             self.delivered_time = now;
         }
+        let (since_delivered, since_first_tx) = self.since_rate_times(seq, now);
         self.segs.push_back(Seg {
             xmit: now,
             dsn,
@@ -541,8 +555,8 @@ impl TcpSender {
             len: len as u16,
             flags: 0,
             delivered: self.delivered as u32,
-            delivered_time: self.delivered_time,
-            first_tx_time: self.first_tx_time,
+            since_delivered,
+            since_first_tx,
             app_limited: self.app_limited != 0,
         });
         if self.sacked_out > 0 && self.segs.len() > self.sacked_bits.capacity() {
@@ -597,13 +611,16 @@ impl TcpSender {
         }
         let idx = (seq - self.snd_una) as usize;
         let app_limited = self.app_limited != 0;
-        let (delivered, delivered_time, first_tx_time) =
-            (self.delivered, self.delivered_time, self.first_tx_time);
+        let delivered = self.delivered;
+        if self.segs[idx].since_delivered == FAR {
+            self.far_times.remove(&seq);
+        }
+        let (since_delivered, since_first_tx) = self.since_rate_times(seq, now);
         let s = &mut self.segs[idx];
         s.xmit = now;
         s.delivered = delivered as u32;
-        s.delivered_time = delivered_time;
-        s.first_tx_time = first_tx_time;
+        s.since_delivered = since_delivered;
+        s.since_first_tx = since_first_tx;
         s.app_limited = app_limited;
         s.flags |= RETRANS | EVER_RETRANS;
         self.retrans_out += 1;
@@ -870,7 +887,7 @@ impl TcpSender {
                     let idx = (seq - self.snd_una) as usize;
                     let s = self.segs[idx];
                     debug_assert_eq!(s.flags & SACKED, 0);
-                    self.mark_delivered(&s, now, &mut rs, &mut rs_prior_time);
+                    self.mark_delivered(seq, &s, now, &mut rs, &mut rs_prior_time);
                     let s2 = &mut self.segs[idx];
                     s2.flags |= SACKED;
                     self.sacked_bits.set(seq);
@@ -906,7 +923,7 @@ impl TcpSender {
                 let seq = self.snd_una;
                 self.snd_una += 1;
                 if s.flags & SACKED == 0 {
-                    self.mark_delivered(&s, now, &mut rs, &mut rs_prior_time);
+                    self.mark_delivered(seq, &s, now, &mut rs, &mut rs_prior_time);
                     newly += 1;
                     if s.flags & LOST != 0 {
                         self.lost_out -= 1;
@@ -922,6 +939,9 @@ impl TcpSender {
                 } else {
                     self.sacked_out -= 1;
                     self.sacked_bits.clear(seq);
+                }
+                if s.since_delivered == FAR {
+                    self.far_times.remove(&seq);
                 }
             }
             if !self.cfg.sack && self.state == CaState::Recovery {
@@ -1191,6 +1211,10 @@ impl TcpSender {
         }
         (self.rack_xmit, self.rack_end_seq, self.rack_rtt) = (rack_xmit, rack_end_seq, rack_rtt);
         self.segs.drain(..n);
+        if !self.far_times.is_empty() {
+            // The acknowledged segments' far rate times leave with them.
+            self.far_times = self.far_times.split_off(&cum);
+        }
         self.delivered += n as u64;
         self.delivered_time = now;
         self.snd_una = cum;
@@ -1250,6 +1274,36 @@ impl TcpSender {
         }
     }
 
+    /// A record's rate times for a segment (re)sent as `seq` at `now`: how long before `now` the
+    /// sender's `delivered_time` and `first_tx_time` are, or [`FAR`] with the times kept in
+    /// `far_times` when either is `u32::MAX` ns or more before it.
+    #[inline]
+    fn since_rate_times(&mut self, seq: u64, now: Time) -> (u32, u32) {
+        let since_delivered = now.ns() - self.delivered_time.ns();
+        let since_first_tx = now.ns() - self.first_tx_time.ns();
+        if since_delivered < u64::from(FAR) && since_first_tx < u64::from(FAR) {
+            (since_delivered as u32, since_first_tx as u32)
+        } else {
+            self.far_times
+                .insert(seq, (self.delivered_time, self.first_tx_time));
+            (FAR, 0)
+        }
+    }
+
+    /// The sender's `delivered_time` and `first_tx_time` when segment `seq` (record `s`) was
+    /// last sent.
+    #[inline]
+    fn rate_times(&self, seq: u64, s: &Seg) -> (Time, Time) {
+        if s.since_delivered == FAR {
+            self.far_times[&seq]
+        } else {
+            (
+                Time::from_ns(s.xmit.ns() - u64::from(s.since_delivered)),
+                Time::from_ns(s.xmit.ns() - u64::from(s.since_first_tx)),
+            )
+        }
+    }
+
     /// Give the SACKED bits room for the whole window (out of line: at most a logarithmic number
     /// of times per flow).
     #[cold]
@@ -1265,6 +1319,7 @@ impl TcpSender {
     /// tcp_rate_skb_delivered for segment `s`, newly delivered.
     fn mark_delivered(
         &mut self,
+        seq: u64,
         s: &Seg,
         now: Time,
         rs: &mut RateSample,
@@ -1275,9 +1330,10 @@ impl TcpSender {
         let delivered = unwrap_seg(s.delivered, self.delivered);
         if prior_time.is_none() || delivered >= rs.prior_delivered {
             rs.prior_delivered = delivered;
-            *prior_time = Some(s.delivered_time);
+            let (delivered_time, first_tx_time) = self.rate_times(seq, s);
+            *prior_time = Some(delivered_time);
             rs.is_app_limited = s.app_limited;
-            rs.interval = s.xmit.saturating_sub(s.first_tx_time);
+            rs.interval = s.xmit.saturating_sub(first_tx_time);
             self.first_tx_time = s.xmit;
         }
     }
@@ -1554,9 +1610,80 @@ mod tests {
     use crate::tcp::cc::newreno::NewReno;
 
     #[test]
-    fn a_segment_record_is_40_bytes() {
+    fn a_segment_record_is_32_bytes_two_to_a_cache_line() {
         // A thousand flows keep about a hundred thousand (docs/performance.md, seventh round).
-        assert_eq!(std::mem::size_of::<Seg>(), 40);
+        assert_eq!(std::mem::size_of::<Seg>(), 32);
+        assert_eq!(std::mem::align_of::<Seg>(), 32);
+    }
+
+    #[test]
+    fn rate_times_more_than_4_3_s_before_a_send_read_back_exactly() {
+        let mut s = sender(true, true);
+        let at = Time::from_ns;
+        send_n(&mut s, 10, Time::ZERO);
+        // Five delivered at 100 ms: the sender's delivered_time is 100 ms, first_tx_time 0.
+        s.on_ack(
+            &ack(5, &[], Time::ZERO),
+            Time::from_ms(100),
+            &Coupling::NONE,
+        );
+        // Segment 10 sent 4.2 s later: near (4 100 000 000 ns < 2^32 - 1), kept in the record.
+        send_n(&mut s, 1, at(4_200_000_000));
+        // Segment 11 sent at 9.9 s, 9.8 s after the last delivery: far, kept aside.
+        send_n(&mut s, 1, at(9_900_000_000));
+        let rec = |s: &TcpSender, seq: u64| s.segs[(seq - s.snd_una) as usize];
+        assert_eq!(rec(&s, 10).since_delivered, 4_100_000_000);
+        assert_eq!(rec(&s, 10).since_first_tx, 4_200_000_000);
+        assert_eq!(rec(&s, 11).since_delivered, FAR);
+        assert_eq!(s.far_times.len(), 1);
+        for seq in [10, 11] {
+            assert_eq!(
+                s.rate_times(seq, &rec(&s, seq)),
+                (Time::from_ms(100), Time::ZERO),
+                "segment {seq}"
+            );
+        }
+        // Segment 11 SACKed at 10 s, segments 5-10 cumulatively acknowledged at 10.1 s: the
+        // SACKed far segment keeps its entry until it leaves the scoreboard.
+        s.on_ack(
+            &ack(5, &[(11, 12)], Time::ZERO),
+            at(10_000_000_000),
+            &Coupling::NONE,
+        );
+        s.on_ack(
+            &ack(11, &[(11, 12)], Time::ZERO),
+            at(10_100_000_000),
+            &Coupling::NONE,
+        );
+        assert_eq!(s.far_times.keys().copied().collect::<Vec<_>>(), [11]);
+        // Segments 12 and 13 sent at 20 s, 9.9 s after the last delivery: far.
+        send_n(&mut s, 2, at(20_000_000_000));
+        assert_eq!(
+            s.far_times.keys().copied().collect::<Vec<_>>(),
+            [11, 12, 13]
+        );
+        // first_tx_time: the send time of the last segment sampled at 10.1 s, segment 10.
+        assert_eq!(
+            s.rate_times(13, &rec(&s, 13)),
+            (at(10_100_000_000), at(4_200_000_000))
+        );
+        // The ACK of 11 and 12 at 20.05 s takes their entries; 13 resent 10 ms after that
+        // delivery is near again, and its entry goes.
+        s.on_ack(
+            &ack(13, &[], Time::ZERO),
+            at(20_050_000_000),
+            &Coupling::NONE,
+        );
+        assert_eq!(s.far_times.keys().copied().collect::<Vec<_>>(), [13]);
+        s.retransmit(13, at(20_060_000_000), &mut |_| {});
+        assert_eq!(rec(&s, 13).since_delivered, 10_000_000);
+        assert!(s.far_times.is_empty());
+        s.on_ack(
+            &ack(14, &[], Time::ZERO),
+            at(20_100_000_000),
+            &Coupling::NONE,
+        );
+        assert!(s.segs.is_empty() && s.far_times.is_empty());
     }
 
     fn cfg(sack: bool, rack: bool) -> SenderConfig {
@@ -2120,6 +2247,13 @@ mod tests {
                 "segment {seq}"
             );
         }
+        // `far_times` holds exactly the segments whose records say FAR.
+        let far: Vec<u64> = (s.snd_una..)
+            .zip(&s.segs)
+            .filter(|(_, seg)| seg.since_delivered == FAR)
+            .map(|(seq, _)| seq)
+            .collect();
+        assert_eq!(far, s.far_times.keys().copied().collect::<Vec<_>>());
         let cap = s.sacked_bits.capacity() as u64;
         if s.sacked_out > 0 && s.cfg.sack {
             assert!(cap >= s.snd_nxt - s.snd_una, "bits for the window");
