@@ -613,7 +613,7 @@ impl TcpSender {
         let app_limited = self.app_limited != 0;
         let delivered = self.delivered;
         if self.segs[idx].since_delivered == FAR {
-            self.far_times.remove(&seq);
+            self.forget_far(seq);
         }
         let (since_delivered, since_first_tx) = self.since_rate_times(seq, now);
         let s = &mut self.segs[idx];
@@ -941,7 +941,7 @@ impl TcpSender {
                     self.sacked_bits.clear(seq);
                 }
                 if s.since_delivered == FAR {
-                    self.far_times.remove(&seq);
+                    self.forget_far(seq);
                 }
             }
             if !self.cfg.sack && self.state == CaState::Recovery {
@@ -1213,7 +1213,7 @@ impl TcpSender {
         self.segs.drain(..n);
         if !self.far_times.is_empty() {
             // The acknowledged segments' far rate times leave with them.
-            self.far_times = self.far_times.split_off(&cum);
+            self.forget_far_below(cum);
         }
         self.delivered += n as u64;
         self.delivered_time = now;
@@ -1284,10 +1284,38 @@ impl TcpSender {
         if since_delivered < u64::from(FAR) && since_first_tx < u64::from(FAR) {
             (since_delivered as u32, since_first_tx as u32)
         } else {
-            self.far_times
-                .insert(seq, (self.delivered_time, self.first_tx_time));
+            self.keep_far(seq);
             (FAR, 0)
         }
+    }
+
+    /// Keep the rate times of segment `seq` aside (out of line: a segment sent 4.3 s or more
+    /// after the sender's last delivery or its send window's start).
+    #[cold]
+    #[inline(never)]
+    fn keep_far(&mut self, seq: u64) {
+        self.far_times
+            .insert(seq, (self.delivered_time, self.first_tx_time));
+    }
+
+    /// Segment `seq`'s rate times kept aside leave with it, or with a resend near.
+    #[cold]
+    #[inline(never)]
+    fn forget_far(&mut self, seq: u64) {
+        self.far_times.remove(&seq);
+    }
+
+    /// The far rate times of the segments below `cum`, cumulatively acknowledged, leave.
+    #[cold]
+    #[inline(never)]
+    fn forget_far_below(&mut self, cum: u64) {
+        self.far_times = self.far_times.split_off(&cum);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn far(&self, seq: u64) -> (Time, Time) {
+        self.far_times[&seq]
     }
 
     /// The sender's `delivered_time` and `first_tx_time` when segment `seq` (record `s`) was
@@ -1295,7 +1323,7 @@ impl TcpSender {
     #[inline]
     fn rate_times(&self, seq: u64, s: &Seg) -> (Time, Time) {
         if s.since_delivered == FAR {
-            self.far_times[&seq]
+            self.far(seq)
         } else {
             (
                 Time::from_ns(s.xmit.ns() - u64::from(s.since_delivered)),
