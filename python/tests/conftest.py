@@ -1,9 +1,14 @@
-"""Shared fixtures: the repository root and the CLI binary the Python results are compared with."""
+"""Shared fixtures: the repository root, the CLI binary the Python results are compared with, and a
+loader of the scripts under scripts/."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pathlib
+import sys
+from types import ModuleType
+from typing import Callable
 
 import pytest
 
@@ -13,6 +18,22 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 @pytest.fixture
 def root() -> pathlib.Path:
     return ROOT
+
+
+@pytest.fixture
+def script() -> Callable[[str], ModuleType]:
+    """A loader of `scripts/NAME.py` as a module (the scripts are files, not a package)."""
+
+    def load(name: str) -> ModuleType:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        # Registered before it runs: dataclasses look their module up by name.
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+
+    return load
 
 
 @pytest.fixture

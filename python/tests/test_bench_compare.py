@@ -5,33 +5,18 @@ turn, so that which run is the best is known beforehand."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import pathlib
 import stat
 import sys
-from types import ModuleType
 
 import pytest
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 CASES = {
     "tcp-newreno": ["tcp-newreno-10mbps-10ms-100pkt-60s"],
     "mptcp-lia-minrtt": ["mptcp-lia-minrtt-2x10mbps-10ms-100pkt-60s"],
     "scale-tcp": ["scale-tcp-1-cubic-shared-link-20s", "scale-tcp-1000-cubic-shared-link-20s"],
 }
-
-
-def compare() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "bench_compare", ROOT / "scripts" / "bench_compare.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_compare"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def fake_railpath(tmp_path: pathlib.Path, name: str, walls: list[float]) -> str:
@@ -64,8 +49,8 @@ if args[2] == "broken":
     return str(exe)
 
 
-def test_best_of_alternated_rounds_and_ratio_to_the_first(tmp_path: pathlib.Path) -> None:
-    m = compare()
+def test_best_of_alternated_rounds_and_ratio_to_the_first(tmp_path: pathlib.Path, script) -> None:
+    m = script("bench_compare")
     # Three rounds of the two cases; each binary's times in call order (newreno, mptcp) x 3.
     ref = fake_railpath(tmp_path, "ref", [0.0050, 0.0130, 0.0052, 0.0138, 0.0049, 0.0135])
     new = fake_railpath(tmp_path, "new", [0.0026, 0.0070, 0.0025, 0.0066, 0.0027, 0.0068])
@@ -90,8 +75,8 @@ def test_best_of_alternated_rounds_and_ratio_to_the_first(tmp_path: pathlib.Path
     assert f"| {mp} | 13.000 ms | 6.600 ms (1.97x) |" in t
 
 
-def test_scaling_cases_give_ns_per_packet_and_the_ratio(tmp_path: pathlib.Path) -> None:
-    m = compare()
+def test_scaling_cases_give_ns_per_packet_and_the_ratio(tmp_path: pathlib.Path, script) -> None:
+    m = script("bench_compare")
     a = fake_railpath(tmp_path, "a", [55e-6, 78e-6, 56e-6, 77e-6])
     res = m.measure([a], [("scale-tcp", 3)], 2, False, False)
     t = m.table(res)
@@ -100,16 +85,16 @@ def test_scaling_cases_give_ns_per_packet_and_the_ratio(tmp_path: pathlib.Path) 
     assert "a tcp 1/1000: 55.0 / 77.0 ns/packet, largest over smallest 1.40" in t
 
 
-def test_instructions_from_valgrinds_summary() -> None:
-    m = compare()
+def test_instructions_from_valgrinds_summary(script) -> None:
+    m = script("bench_compare")
     text = "==12== Cachegrind...\n==12== I   refs:      62,813,848\n"
     assert m.parse_irefs(text, "x") == 62_813_848
     with pytest.raises(m.BenchError, match="no 'I refs' line"):
         m.parse_irefs("==12== ERROR SUMMARY: 0 errors\n", "x")
 
 
-def test_a_failing_binary_is_named_with_its_message(tmp_path: pathlib.Path) -> None:
-    m = compare()
+def test_a_failing_binary_is_named_with_its_message(tmp_path: pathlib.Path, script) -> None:
+    m = script("bench_compare")
     b = fake_railpath(tmp_path, "b", [])
     with pytest.raises(m.BenchError, match=r"bench --case broken .*exit status 3.*went wrong"):
         m.run_bench(b, "broken", 1)
@@ -117,8 +102,8 @@ def test_a_failing_binary_is_named_with_its_message(tmp_path: pathlib.Path) -> N
         m.run_bench(b, "no-such-case", 1)
 
 
-def test_output_that_is_not_a_bench_line_is_refused() -> None:
-    m = compare()
+def test_output_that_is_not_a_bench_line_is_refused(script) -> None:
+    m = script("bench_compare")
     with pytest.raises(m.BenchError, match=r"b: line 2 of its bench output .*case and wall_s"):
         m.parse_bench_lines('{"case": "x", "wall_s": 1, "ns_per_packet": 2}\n{"case": "y"}\n', "b")
     # A build older than the scaling cases prints no ns_per_packet: its wall time is taken.
@@ -126,8 +111,10 @@ def test_output_that_is_not_a_bench_line_is_refused() -> None:
     assert rows[0][:2] == ("x", 0.005)
 
 
-def test_bad_arguments_exit_2(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
-    m = compare()
+def test_bad_arguments_exit_2(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str], script
+) -> None:
+    m = script("bench_compare")
     b = fake_railpath(tmp_path, "b", [])
     with pytest.raises(SystemExit) as e:
         m.main([str(tmp_path / "missing")])

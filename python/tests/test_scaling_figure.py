@@ -3,26 +3,10 @@ scripts/htsim-scale.sh's (issue 29)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import pathlib
-import sys
-from types import ModuleType
 
 import pytest
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def figure() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "scaling_figure", ROOT / "scripts" / "scaling_figure.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["scaling_figure"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def lines(path: pathlib.Path, rows: list[dict[str, object]]) -> pathlib.Path:
@@ -30,8 +14,8 @@ def lines(path: pathlib.Path, rows: list[dict[str, object]]) -> pathlib.Path:
     return path
 
 
-def test_series_by_kind_sorted_by_flows(tmp_path: pathlib.Path) -> None:
-    f = figure()
+def test_series_by_kind_sorted_by_flows(tmp_path: pathlib.Path, script) -> None:
+    f = script("scaling_figure")
     src = lines(
         tmp_path / "s.jsonl",
         [
@@ -51,8 +35,8 @@ def test_series_by_kind_sorted_by_flows(tmp_path: pathlib.Path) -> None:
     }
 
 
-def test_htsim_drawn_dashed_and_labelled(tmp_path: pathlib.Path) -> None:
-    f = figure()
+def test_htsim_drawn_dashed_and_labelled(tmp_path: pathlib.Path, script) -> None:
+    f = script("scaling_figure")
     out = f.svg({"tcp": [(1, 55.0), (1000, 94.2)], "htsim tcp": [(1, 93.0), (1000, 215.5)]})
     polylines = [ln for ln in out.splitlines() if ln.startswith("<polyline")]
     assert len(polylines) == 2
@@ -62,8 +46,8 @@ def test_htsim_drawn_dashed_and_labelled(tmp_path: pathlib.Path) -> None:
     assert "railpath, TCP CUBIC: 1: 55, 1000: 94 ns" in out
 
 
-def test_bad_line_named(tmp_path: pathlib.Path) -> None:
-    f = figure()
+def test_bad_line_named(tmp_path: pathlib.Path, script) -> None:
+    f = script("scaling_figure")
     src = tmp_path / "bad.jsonl"
     src.write_text('{"case": "scale-tcp-1-x", "ns_per_packet": 55}\n{"case": "scale-tcp-10-x"}\n')
     with pytest.raises(SystemExit, match=r"bad\.jsonl: line 2: not a bench line"):
