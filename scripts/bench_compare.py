@@ -113,7 +113,8 @@ def parse_irefs(text: str, what: str) -> int:
 
 
 def count_instructions(binary: str, case: str) -> int:
-    """Instructions of the whole process `BIN bench --case CASE --repeat 1` under cachegrind."""
+    """Instructions of the whole process `BIN bench --case CASE --repeat 1` under cachegrind, for
+    the one case the filter `case` (a case's full name) selects."""
     cmd = [
         "valgrind",
         "--tool=cachegrind",
@@ -131,6 +132,9 @@ def count_instructions(binary: str, case: str) -> int:
         raise BenchError(
             f"{' '.join(cmd)} failed (exit status {p.returncode}): {p.stderr.strip()[-600:]}"
         )
+    names = [name for name, _, _ in parse_bench_lines(p.stdout, binary)]
+    if names != [case]:
+        raise BenchError(f"{' '.join(cmd)} ran {names}, not the one case {case!r}")
     return parse_irefs(p.stderr, " ".join(cmd))
 
 
@@ -151,16 +155,15 @@ def measure(
                 for name, wall_s, ns in run_bench(b, case, repeat):
                     res.get(b, name).note(wall_s, ns)
     if instructions:
-        for case, _ in cases:
+        # One process per case the filters selected, under its full name (a filter selecting
+        # several cases would count them together).
+        for name in res.cases:
             for b in bins:
+                if (b, name) not in res.best:
+                    continue
                 if progress:
-                    print(f"instructions: {case} {b}", file=sys.stderr)
-                n = count_instructions(b, case)
-                # A filter that selects several cases counts them together: give the count to
-                # the filter's only case, or leave the cases without one.
-                names = [c for (bb, c) in res.best if bb == b and case in c]
-                if len(names) == 1:
-                    res.get(b, names[0]).instructions = n
+                    print(f"instructions: {name} {b}", file=sys.stderr)
+                res.best[(b, name)].instructions = count_instructions(b, name)
     return res
 
 

@@ -6,6 +6,7 @@ turn, so that which run is the best is known beforehand."""
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import stat
 import sys
@@ -35,7 +36,7 @@ cases = {json.dumps(CASES)}
 times = json.load(open({str(times)!r}))
 with open({str(log)!r}, "a") as f:
     f.write({name!r} + " " + args[2] + " " + args[4] + "\\n")
-for name in cases.get(args[2], []):
+for name in [n for ns in cases.values() for n in ns if args[2] in n]:
     w = times.pop(0)
     print(json.dumps({{"case": name, "wall_s": w, "events": 1, "events_per_s": 1.0,
                        "sim_s": 60.0, "packets": 1000, "ns_per_packet": w * 1e6}}))
@@ -83,6 +84,34 @@ def test_scaling_cases_give_ns_per_packet_and_the_ratio(tmp_path: pathlib.Path, 
     assert "| scale-tcp-1000-cubic-shared-link-20s | 77.0 ns/packet |" in t
     # 77 / 55 = 1.40.
     assert "a tcp 1/1000: 55.0 / 77.0 ns/packet, largest over smallest 1.40" in t
+
+
+def test_instructions_counted_per_case_by_its_full_name(
+    tmp_path: pathlib.Path, script, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    m = script("bench_compare")
+    # A stand-in valgrind: runs the binary and reports 1000 instructions per character of the
+    # case filter it was given, as valgrind's summary line does.
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "valgrind"
+    fake.write_text(
+        f"""#!{sys.executable}
+import subprocess, sys
+p = subprocess.run(sys.argv[4:], capture_output=True, text=True)
+sys.stdout.write(p.stdout)
+print("==1== I   refs:      " + format(1000 * len(sys.argv[7]), ","), file=sys.stderr)
+"""
+    )
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    a = fake_railpath(tmp_path, "a", [55e-6, 78e-6, 1.0, 2.0])
+    # One filter, two cases: each is counted in a process of its own, by its full name.
+    res = m.measure([a], [("scale-tcp", 3)], 1, True, False)
+    one, thousand = CASES["scale-tcp"]
+    assert res.best[(a, one)].instructions == 1000 * len(one)
+    assert res.best[(a, thousand)].instructions == 1000 * len(thousand)
+    assert "| scale-tcp-1-cubic-shared-link-20s: instructions | 33,000 |" in m.table(res)
 
 
 def test_instructions_from_valgrinds_summary(script) -> None:
