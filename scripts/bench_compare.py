@@ -187,7 +187,7 @@ def table(res: Results) -> str:
             if x is None:
                 cells.append("")
                 continue
-            if scale and math.isfinite(x.ns_per_packet):
+            if SCALE.match(c) and math.isfinite(x.ns_per_packet):
                 v = f"{x.ns_per_packet:.1f} ns/packet"
             else:
                 v = fmt_ms(x.wall_s)

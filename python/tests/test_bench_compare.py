@@ -86,6 +86,17 @@ def test_scaling_cases_give_ns_per_packet_and_the_ratio(tmp_path: pathlib.Path, 
     assert "a tcp 1/1000: 55.0 / 77.0 ns/packet, largest over smallest 1.40" in t
 
 
+def test_a_bench_case_beside_scaling_cases_keeps_its_wall_time(
+    tmp_path: pathlib.Path, script
+) -> None:
+    m = script("bench_compare")
+    a = fake_railpath(tmp_path, "a", [0.0026, 55e-6, 78e-6])
+    res = m.measure([a], [("tcp-newreno", 40), ("scale-tcp", 3)], 1, False, False)
+    t = m.table(res)
+    assert f"| {CASES['tcp-newreno'][0]} | 2.600 ms |" in t
+    assert "| scale-tcp-1-cubic-shared-link-20s | 55.0 ns/packet |" in t
+
+
 def test_instructions_counted_per_case_by_its_full_name(
     tmp_path: pathlib.Path, script, monkeypatch: pytest.MonkeyPatch
 ) -> None:
