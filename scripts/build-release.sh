@@ -77,5 +77,18 @@ else
   echo "build-release: profile of $n scenarios: $dir/merged.profdata"
 fi
 rm -rf "$dir/raw" "$dir/runs"
+# With the profile, basic blocks are laid out by LLVM's ext-TSP model (the block order that
+# maximises the profile-weighted jumps that fall through or stay short: A. Newell and S. Pupyrev,
+# "Improved Basic Block Reordering", IEEE Transactions on Computers 69(12), 2020; LLVM's
+# MachineBlockPlacement, option enable-ext-tsp-block-placement, which applies only to functions
+# with a profile). It changes where code is, not what it computes; measured in docs/performance.md
+# (issue 29, seventeenth round). The option is an LLVM internal one: a rustc whose LLVM lacks it
+# gets the default layout, and the build says so.
+layout="-Cllvm-args=-enable-ext-tsp-block-placement"
+if ! echo 'fn main() {}' | "$rustc" --crate-name probe "$layout" --emit=metadata -o "$dir/probe.rmeta" - >/dev/null 2>&1; then
+  echo "build-release: this rustc's LLVM has no enable-ext-tsp-block-placement; LLVM's default block layout"
+  layout=""
+fi
+rm -f "$dir/probe.rmeta"
 echo "build-release: 3/3 release build with the profile"
-RUSTFLAGS="${RUSTFLAGS:-} -Cprofile-use=$dir/merged.profdata" "$cargo" build --release -p railpath-cli
+RUSTFLAGS="${RUSTFLAGS:-} -Cprofile-use=$dir/merged.profdata $layout" "$cargo" build --release -p railpath-cli

@@ -6,7 +6,9 @@ What must hold: an instrumented build under target/pgo/ (-Cprofile-generate), ev
 scenario run once by it, the counts merged, then the release build with -Cprofile-use of that
 profile where `cargo build --release` puts it; a second build with nothing changed does not train
 again; RAILPATH_PGO=0 and a toolchain without llvm-profdata give the plain build and say so; a bad
-RAILPATH_PGO is an error naming it; a scenario the instrumented build fails on stops the build.
+RAILPATH_PGO is an error naming it; a scenario the instrumented build fails on stops the build;
+the optimised build lays out blocks by LLVM's ext-TSP model when this rustc's LLVM has the option,
+and says so and keeps LLVM's default layout when it has not.
 """
 
 from __future__ import annotations
@@ -57,6 +59,12 @@ RUSTC = r"""#!/bin/sh
 case "$*" in
   "--print sysroot") echo "$STUB_SYSROOT" ;;
   "-vV") echo "rustc 1.95.0"; echo "host: HOST" ;;
+  # The probe for LLVM's ext-TSP block layout: an LLVM without the option refuses it.
+  "--crate-name probe -Cllvm-args=-enable-ext-tsp-block-placement --emit=metadata -o "*" -")
+    cat >/dev/null
+    if [ -n "${STUB_NO_EXT_TSP:-}" ]; then
+      echo "Unknown command line argument '-enable-ext-tsp-block-placement'" >&2; exit 1
+    fi ;;
   *) echo "unexpected rustc call: $*" >&2; exit 3 ;;
 esac
 """.replace("HOST", HOST)
@@ -159,7 +167,10 @@ def test_instrumented_build_then_training_then_the_optimised_build(
         "railpath-cli",
     ]
     assert f"-Cprofile-use={pgo}/merged.profdata" in final["rustflags"].split()
+    assert "-Cllvm-args=-enable-ext-tsp-block-placement" in final["rustflags"].split()
     assert "-Cprofile-generate" not in final["rustflags"]
+    # The layout is the optimised build's alone: the instrumented build has no profile to use.
+    assert "ext-tsp" not in gen["rustflags"]
     assert final["target"] == str(target)
     assert (pgo / "merged.profdata").read_text().splitlines() == scenarios(repo)
     # The raw counts and the training's outputs are not left behind.
@@ -232,3 +243,15 @@ def test_a_target_dir_with_a_space_is_an_error(repo: pathlib.Path, tmp_path: pat
     assert p.returncode == 2
     assert f"the profile's directory '{spaced}/pgo' has a space" in p.stderr
     assert calls == []
+
+
+def test_an_llvm_without_the_ext_tsp_layout_keeps_its_default_layout(
+    repo: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    p, calls = build(repo, env_for(tmp_path, STUB_NO_EXT_TSP="1"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    final = calls[-1]
+    assert f"-Cprofile-use={repo}/target/pgo/merged.profdata" in final["rustflags"].split()
+    assert "ext-tsp" not in final["rustflags"]
+    assert "has no enable-ext-tsp-block-placement; LLVM's default block layout" in p.stdout
+    assert not (repo / "target" / "pgo" / "probe.rmeta").exists()
