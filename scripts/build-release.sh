@@ -7,7 +7,8 @@
 #   2. it runs every example scenario under scenarios/ once, seed 1 (about 5 s): the training
 #      workload is what users run, not `railpath bench`'s cases, which measure the result;
 #   3. llvm-profdata (rustup's llvm-tools component: the LLVM of this rustc) merges the counts;
-#   4. the release build with -Cprofile-use, where `cargo build --release` puts it.
+#   4. the release build with -Cprofile-use, its blocks laid out by the profile (ext-TSP, below),
+#      where `cargo build --release` puts it.
 # A profile changes how the code is laid out, inlined and branched, not what it computes: the
 # outputs are those of a plain build byte for byte (scripts/outputs.sh --diff; the numbers are in
 # docs/performance.md). The PGO build takes about 2.5 minutes more than a plain one (the
