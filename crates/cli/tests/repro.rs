@@ -1,8 +1,12 @@
 //! `railpath repro`: the command writes each paper's summary, report and the index, the same
 //! bytes on every run; bad arguments are input errors; with `--testbed` (root, kernel MPTCP) the
 //! kernel sides of PHA and PROXY-LB run on the namespace testbed. The reproductions' findings,
-//! their reports and their rendering are checked in-process by `crates/repro/tests/reports.rs`.
+//! their reports and their rendering are checked in-process by `crates/repro/tests/reports.rs`,
+//! PROXY-LB's and the train study's on `make run`'s output by `run_main.rs`.
 
+mod common;
+
+use common::{claim_holds, number};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -23,34 +27,6 @@ fn repro_paper(paper: &str, out: &Path, seeds: &str) -> std::process::Output {
 fn summary_of(paper: &str, out: &Path) -> serde_json::Value {
     let p = out.join(paper).join("summary.json");
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-}
-
-/// A reproduction summary's number `id`: (railpath, its 95% interval's ends, the paper's).
-fn number(v: &serde_json::Value, id: &str) -> (f64, f64, f64, Option<f64>) {
-    let n = v["numbers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["id"] == id)
-        .unwrap_or_else(|| panic!("no number {id}"));
-    (
-        n["railpath"].as_f64().unwrap(),
-        n["ci95"][0].as_f64().unwrap(),
-        n["ci95"][1].as_f64().unwrap(),
-        n["paper"].as_f64(),
-    )
-}
-
-/// Whether a reproduction summary's claim `id` holds.
-fn claim_holds(v: &serde_json::Value, id: &str) -> bool {
-    v["claims"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == id)
-        .unwrap_or_else(|| panic!("no claim {id}"))["holds"]
-        .as_bool()
-        .unwrap()
 }
 
 fn repro(out: &Path, seeds: &str) -> std::process::Output {

@@ -1,6 +1,9 @@
 //! scripts/run-main.sh (the main job of `make run`) runs every example scenario and writes
 //! each one's summary.json and timeseries.csv; here with the test build of the binary.
 
+mod common;
+
+use common::{assert_numbers_within_intervals, claim_holds, number};
 use std::path::Path;
 use std::process::Command;
 
@@ -45,6 +48,7 @@ fn run_main_runs_every_example_scenario() {
     let last = stdout.lines().last().unwrap_or("");
     assert!(last.contains("repro/index.html"), "{last}");
     check_train(&out.join("repro/train"));
+    check_proxy_lb(&out.join("repro"));
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -125,6 +129,201 @@ fn check_train(dir: &Path) {
     let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert_eq!(page.matches("<svg class=\"plot\"").count(), 4);
     assert!(page.contains("railpath repro train --testbed"));
+}
+
+/// `railpath repro proxy-lb` as `make run` runs it, at its reference seeds (checked here rather
+/// than by a second run of its 63 runs of 960 s): each number within its interval, the claims
+/// following from the numbers, the index's row, and a report with every section and figure.
+/// The report page's rendering in Chromium is checked on the other papers' reports
+/// (`crates/repro/tests/reports.rs`), which share its template and plots.
+fn check_proxy_lb(repro: &Path) {
+    use railpath_repro::proxy_lb::{scenario, Mode};
+    let dir = repro.join("proxy-lb");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(v["paper"], "proxy-lb");
+    assert_eq!(v["format"], "railpath-repro/1");
+    // Each 960 s run holds some 40 handovers per carrier: the reproduction takes 3 of the seeds.
+    assert_eq!(v["seeds"], 3);
+    // Load balancer and minRTT with 1-5 cars, ECF, BLEST and redundant with 1, 3 and 5, the
+    // two runs whose handovers drop the queue (3 seeds each), and 3 x 5 validation runs.
+    assert_eq!(v["runs"], 5 * 2 * 3 + 3 * 3 * 3 + 2 * 3 + 3 * 5);
+    assert_numbers_within_intervals(&v);
+    // The paper gives figures without numbers: every number is railpath's alone. A number
+    // given twice (minRTT's totals at 1, 3 and 5 cars, in the cars' and the schedulers'
+    // tables) has one value.
+    let all = v["numbers"].as_array().unwrap();
+    for n in all {
+        assert!(n["paper"].is_null(), "{n}");
+        for m in all.iter().filter(|m| m["id"] == n["id"]) {
+            assert_eq!(m, n);
+        }
+    }
+    // Without --testbed, the simulator's claims only.
+    let claims = v["claims"].as_array().unwrap();
+    let mut ids: Vec<&str> = claims.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    ids.sort_unstable();
+    assert_eq!(
+        ids,
+        [
+            "lb-dips-at-own-handovers",
+            "mptcp-above-lb",
+            "mptcp-converges",
+            "mptcp-sends-through-handovers",
+            "per-car-falls",
+            "redundant-does-not-beat-lb",
+            "schedulers-beat-lb",
+            "total-rises",
+        ]
+    );
+    let num = |id: &str| number(&v, id);
+    let holds = |id: &str| claim_holds(&v, id);
+    for id in [
+        "train-balia-mbps",
+        "train-uncoupled-bbr-mbps",
+        "train-uncoupled-cubic-mbps",
+        "lb-3-cars-drop-handovers-total-mbps",
+        "mptcp-ecf-3-cars-drop-handovers-total-mbps",
+    ] {
+        let g = num(id).0;
+        assert!(g > 0.0 && g < 70.0, "{id}: {g}");
+    }
+    // Goodput against the number of cars: within the carriers' 70 Mbit/s, per car the total's
+    // share, and the paired difference's mean the difference of the means.
+    let total = |sys: &str, n: usize| num(&format!("{sys}-{n}-cars-total-mbps")).0;
+    let per_car = |sys: &str, n: usize| num(&format!("{sys}-{n}-cars-per-car-mbps")).0;
+    for n in 1..=5 {
+        for sys in ["lb", "mptcp-minrtt"] {
+            assert!(total(sys, n) > 0.0 && total(sys, n) < 70.0, "{sys} {n}");
+            assert!((per_car(sys, n) - total(sys, n) / n as f64).abs() < 1e-9);
+        }
+        let d = num(&format!("mptcp-minus-lb-{n}-cars-mbps")).0;
+        assert!((d - (total("mptcp-minrtt", n) - total("lb", n))).abs() < 1e-9);
+    }
+    // The claims follow from the numbers.
+    let falls = |sys: &str| (1..5).all(|n| per_car(sys, n + 1) < per_car(sys, n));
+    assert_eq!(holds("per-car-falls"), falls("lb") && falls("mptcp-minrtt"));
+    let rises = |sys: &str| total(sys, 5) > total(sys, 1);
+    assert_eq!(holds("total-rises"), rises("lb") && rises("mptcp-minrtt"));
+    let above = (1..=5).all(|n| num(&format!("mptcp-minus-lb-{n}-cars-mbps")).1 > 0.0);
+    assert_eq!(holds("mptcp-above-lb"), above);
+    // The goodput the carriers can deliver: their rates less the segments' headers, while up.
+    let s = scenario(Mode::Mptcp(0), 5, 1, None).unwrap();
+    let tcp = s.tcp_config(0);
+    let payload = tcp.mss_bytes as f64 / (tcp.mss_bytes + tcp.header_bytes) as f64;
+    let d = s.run.duration_s;
+    let usable: f64 = [("isp-a", 40.0), ("isp-b", 30.0)]
+        .iter()
+        .map(|(id, rate)| {
+            let l = s.links.iter().find(|l| l.id == *id).unwrap();
+            let down: f64 = l
+                .outage_list(d)
+                .iter()
+                .map(|o| (o.duration_ms / 1000.0).min(d - o.start_s))
+                .sum();
+            rate * payload * (1.0 - down / d)
+        })
+        .sum();
+    let share = |n: usize| total("mptcp-minrtt", n) / usable;
+    assert_eq!(
+        holds("mptcp-converges"),
+        share(5) >= 0.9 && share(5) >= share(1),
+        "usable {usable}"
+    );
+    // Two cars, goodput in a handover's second as a percentage of the car's mean.
+    let dip = |sys: &str, car: usize, isp: &str| {
+        num(&format!(
+            "{sys}-2-cars-car{car}-goodput-at-{isp}-handovers-pct"
+        ))
+        .0
+    };
+    let (l1a, l1b, l2a, l2b) = (
+        dip("lb", 1, "isp-a"),
+        dip("lb", 1, "isp-b"),
+        dip("lb", 2, "isp-a"),
+        dip("lb", 2, "isp-b"),
+    );
+    assert_eq!(
+        holds("lb-dips-at-own-handovers"),
+        l1a < 50.0 && l2b < 50.0 && l1b > 80.0 && l2a > 80.0,
+        "{l1a} {l1b} {l2a} {l2b}"
+    );
+    let mp_low = [1, 2]
+        .iter()
+        .flat_map(|&car| {
+            [
+                dip("mptcp-minrtt", car, "isp-a"),
+                dip("mptcp-minrtt", car, "isp-b"),
+            ]
+        })
+        .fold(f64::INFINITY, f64::min);
+    assert_eq!(
+        holds("mptcp-sends-through-handovers"),
+        mp_low >= 25.0 && l1a < mp_low && l2b < mp_low,
+        "{mp_low} {l1a} {l2b}"
+    );
+    // The schedulers: mean total over 1, 3 and 5 cars against the load balancer's.
+    let over_135 = |sys: &str| [1, 3, 5].iter().map(|&n| total(sys, n)).sum::<f64>() / 3.0;
+    let lb_mean = over_135("lb");
+    let beats = |sched: &str| over_135(&format!("mptcp-{sched}")) > lb_mean;
+    assert_eq!(
+        holds("schedulers-beat-lb"),
+        beats("minrtt") && beats("ecf") && beats("blest")
+    );
+    assert_eq!(holds("redundant-does-not-beat-lb"), !beats("redundant"));
+    for sched in ["minrtt", "ecf", "blest", "redundant"] {
+        for n in [1, 3, 5] {
+            let g = total(&format!("mptcp-{sched}"), n);
+            assert!(g > 0.0 && g < 70.0, "{sched} {n}: {g}");
+        }
+    }
+    // Every claim that does not hold says why, and none is one never examined.
+    for c in claims {
+        assert_eq!(c["holds"] == true, c["explanation"].is_null(), "{c}");
+        assert_ne!(
+            c["explanation"].as_str(),
+            Some(railpath_repro::findings::UNEXAMINED),
+            "proxy-lb: claim {} does not hold at the reference seeds and was never examined",
+            c["id"]
+        );
+    }
+    // The index lists the paper with its claims.
+    let rows = railpath_repro::index(repro, &[]);
+    let row = rows
+        .iter()
+        .find(|row| row.name == "proxy-lb")
+        .unwrap_or_else(|| panic!("proxy-lb not on the index: {rows:?}"));
+    let held = claims.iter().filter(|c| c["holds"] == true).count();
+    let explained = claims
+        .iter()
+        .filter(|c| c["holds"] == false && !c["cause"].is_null() && c["cause"] != "unexplained")
+        .count();
+    assert_eq!(
+        (row.claims, row.held, row.not_held, row.explained),
+        (claims.len(), held, claims.len() - held, explained)
+    );
+    // The report: total and per-car bars, and two cars' goodput over time for each system
+    // (two systems x 5 car counts in each bar plot, two cars in each plot over time, and the
+    // handovers of the first 120 s, ISP_A 4 and ISP_B 5, shaded in each); every section; the
+    // kernel side said not run.
+    let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert_eq!(page.matches("<svg class=\"plot\"").count(), 4);
+    assert!(page.matches("class=\"bar\"").count() >= 20);
+    assert!(page.matches("class=\"series\"").count() >= 4);
+    assert!(page.matches("class=\"band\"").count() >= 18);
+    for section in [
+        "Goodput against the number of cars",
+        "Handovers",
+        "Schedulers",
+        "The validation set",
+        "The real kernel",
+        "Discussion",
+    ] {
+        assert!(page.contains(&format!("<h2>{section}")), "no {section}");
+    }
+    let kernel = &page[page.find("<h2>The real kernel").unwrap()..];
+    let kernel = &kernel[..kernel.find("<h2>Discussion").unwrap_or(kernel.len())];
+    assert!(kernel.contains("Not run this time"), "{kernel}");
 }
 
 #[test]

@@ -1,0 +1,39 @@
+//! Readers of a reproduction's summary.json, shared by the CLI's integration tests (each test
+//! file that declares `mod common;` uses some of them).
+#![allow(dead_code)]
+
+/// A reproduction summary's number `id`: (railpath, its 95% interval's ends, the paper's).
+pub fn number(v: &serde_json::Value, id: &str) -> (f64, f64, f64, Option<f64>) {
+    let n = v["numbers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == id)
+        .unwrap_or_else(|| panic!("no number {id}"));
+    (
+        n["railpath"].as_f64().unwrap(),
+        n["ci95"][0].as_f64().unwrap(),
+        n["ci95"][1].as_f64().unwrap(),
+        n["paper"].as_f64(),
+    )
+}
+
+/// Whether a reproduction summary's claim `id` holds.
+pub fn claim_holds(v: &serde_json::Value, id: &str) -> bool {
+    v["claims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no claim {id}"))["holds"]
+        .as_bool()
+        .unwrap()
+}
+
+/// Every number of a reproduction summary lies within its own interval.
+pub fn assert_numbers_within_intervals(v: &serde_json::Value) {
+    for n in v["numbers"].as_array().unwrap() {
+        let (m, lo, hi, _) = number(v, n["id"].as_str().unwrap());
+        assert!(lo <= m && m <= hi, "{n}");
+    }
+}
