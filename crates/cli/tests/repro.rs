@@ -4,6 +4,7 @@
 //! their reports and their rendering are checked in-process by `crates/repro/tests/reports.rs`,
 //! PROXY-LB's and the train study's on `make run`'s output by `run_main.rs`.
 
+#[path = "../../repro/tests/common/mod.rs"]
 mod common;
 
 use common::{claim_holds, number};

@@ -1,6 +1,7 @@
 //! scripts/run-main.sh (the main job of `make run`) runs every example scenario and writes
 //! each one's summary.json and timeseries.csv; here with the test build of the binary.
 
+#[path = "../../repro/tests/common/mod.rs"]
 mod common;
 
 use common::{assert_numbers_within_intervals, claim_holds, number};

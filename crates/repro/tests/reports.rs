@@ -7,6 +7,9 @@
 //! which runs them at their reference seeds, by `crates/cli/tests/run_main.rs`: each of them is
 //! a minute or two of simulation in the test build, not worth running twice.)
 
+mod common;
+
+use common::{assert_numbers_within_intervals, claim_holds, number};
 use railpath_repro::{Cause, Options, Reproduction};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -66,42 +69,6 @@ fn assert_indexed(out: &Path, r: &Reproduction) {
             c.id
         );
     }
-}
-
-/// A reproduction summary's number `id`: (railpath, its 95% interval's ends, the paper's).
-fn number(v: &serde_json::Value, id: &str) -> (f64, f64, f64, Option<f64>) {
-    let n = v["numbers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["id"] == id)
-        .unwrap_or_else(|| panic!("no number {id}"));
-    (
-        n["railpath"].as_f64().unwrap(),
-        n["ci95"][0].as_f64().unwrap(),
-        n["ci95"][1].as_f64().unwrap(),
-        n["paper"].as_f64(),
-    )
-}
-
-/// Every number of a reproduction summary lies within its own interval.
-fn assert_numbers_within_intervals(v: &serde_json::Value) {
-    for n in v["numbers"].as_array().unwrap() {
-        let (m, lo, hi, _) = number(v, n["id"].as_str().unwrap());
-        assert!(lo <= m && m <= hi, "{n}");
-    }
-}
-
-/// Whether a reproduction summary's claim `id` holds.
-fn claim_holds(v: &serde_json::Value, id: &str) -> bool {
-    v["claims"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == id)
-        .unwrap_or_else(|| panic!("no claim {id}"))["holds"]
-        .as_bool()
-        .unwrap()
 }
 
 /// The browser for the render tests, or None (a loud skip) where it is missing; CI has it.

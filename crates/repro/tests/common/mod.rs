@@ -1,5 +1,5 @@
-//! Readers of a reproduction's summary.json, shared by the CLI's integration tests (each test
-//! file that declares `mod common;` uses some of them).
+//! Readers of a reproduction's summary.json, shared by the reproductions' tests here and the
+//! CLI's (`crates/cli/tests`, which include this file by path); each test file uses some of them.
 #![allow(dead_code)]
 
 /// A reproduction summary's number `id`: (railpath, its 95% interval's ends, the paper's).
