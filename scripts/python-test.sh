@@ -11,6 +11,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
+t0=$SECONDS
 venv=${RAILPATH_VENV:-$here/.venv}
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
@@ -36,8 +37,15 @@ case "$profile" in
   release) dir=release; flag=(--release); "${CARGO:-cargo}" build --release -p railpath-cli ;;
   *) echo "python-test.sh: RAILPATH_PROFILE: expected dev or release, found $profile" >&2; exit 2 ;;
 esac
+t1=$SECONDS
 "$venv/bin/maturin" develop "${flag[@]}" -q
+t2=$SECONDS
 "$venv/bin/ruff" check python
 "$venv/bin/ruff" format --check python
 export RAILPATH_BIN=${RAILPATH_BIN:-${CARGO_TARGET_DIR:-$here/target}/$dir/railpath}
-exec "$py" -m pytest -q python/tests
+t3=$SECONDS
+# The ten slowest tests, and where the time went: what keeps `make test` within CI's budget.
+rc=0
+"$py" -m pytest -q --durations=10 python/tests || rc=$?
+echo "python checks: environment and CLI build $((t1 - t0)) s, extension module $((t2 - t1)) s, ruff $((t3 - t2)) s, pytest $((SECONDS - t3)) s"
+exit $rc
