@@ -51,6 +51,17 @@ struct Pattern {
     wait: Duration,
 }
 
+/// Each probe's one-way delay minus `expect_ns`, in microseconds, smallest first (`probe`'s
+/// `(received, sent)` pairs, ns).
+fn sorted_delay_errors_us(got: &[(u64, u64)], expect_ns: f64) -> Vec<f64> {
+    let mut e: Vec<f64> = got
+        .iter()
+        .map(|(r, s)| ((*r - *s) as f64 - expect_ns) / 1e3)
+        .collect();
+    e.sort_by(f64::total_cmp);
+    e
+}
+
 /// Send `n` datagrams of `payload` bytes from `src` to `dst` (a router address: the data
 /// direction; a server address: the reverse direction), one every `gap`, each stamped with its send time since `t0`; return the receive times and stamps
 /// of those that arrived (receiving until `wait` after the last send).
@@ -225,11 +236,7 @@ fn rate_delay_and_loss_through_namespaces() {
             "only {} of 2000 delay probes arrived",
             got.len()
         );
-        let mut err_us: Vec<f64> = got
-            .iter()
-            .map(|(r, s)| ((*r - *s) as f64 - expect_ns) / 1e3)
-            .collect();
-        err_us.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let err_us = sorted_delay_errors_us(&got, expect_ns);
         let q = |f: f64| err_us[((err_us.len() - 1) as f64 * f) as usize];
         let mean = err_us.iter().sum::<f64>() / err_us.len() as f64;
         let stats = format!(
@@ -302,11 +309,7 @@ fn rate_delay_and_loss_through_namespaces() {
         "only {} of 500 reverse probes arrived",
         got.len()
     );
-    let mut rev_us: Vec<f64> = got
-        .iter()
-        .map(|(r, s)| ((*r - *s) as f64 - expect_ns) / 1e3)
-        .collect();
-    rev_us.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let rev_us = sorted_delay_errors_us(&got, expect_ns);
     let rev_median = rev_us[rev_us.len() / 2];
     println!(
         "reverse delay error (us): median {:.1} max {:.1}",
