@@ -537,16 +537,16 @@ impl TcpSender {
         if self.packets_out() == 0 {
             // Restarting from idle (Linux tcp_event_data_sent / cwnd_event TX_START).
             self.cc.cwnd_event(&mut self.w, CwndEvent::TxStart, now);
-        }
-        let seq = self.snd_nxt;
-        self.snd_nxt += 1;
-        // As `retransmit`, for a segment built here whole: in flight counts it already.
-        let in_flight = self.in_flight();
-        if in_flight == 0 {
-            // tcp_rate_skb_sent: a new sending window starts when nothing is in flight.
+            // A new sending window for the delivery rate starts when nothing is out (Linux
+            // net/ipv4/tcp_rate.c `tcp_rate_skb_sent()`, which `__tcp_transmit_skb()` calls before
+            // `tcp_event_new_data_sent()` counts the segment in `packets_out`; it tests
+            // `packets_out`, not the packets in flight, which loss marking makes a guess).
             self.first_tx_time = now;
             self.delivered_time = now;
         }
+        let seq = self.snd_nxt;
+        self.snd_nxt += 1;
+        let in_flight = self.in_flight();
         let (since_delivered, since_first_tx) = self.since_rate_times(seq, now);
         self.segs.push_back(Seg {
             xmit: now,
@@ -603,12 +603,8 @@ impl TcpSender {
 
     /// Put segment `seq` on the wire again (a retransmission).
     fn retransmit(&mut self, seq: u64, now: Time, out: &mut impl FnMut(Packet)) {
-        let in_flight_before = self.in_flight();
-        if in_flight_before == 0 {
-            // tcp_rate_skb_sent: a new sending window starts when nothing is in flight.
-            self.first_tx_time = now;
-            self.delivered_time = now;
-        }
+        // No new sending window here: `tcp_rate_skb_sent()`'s test (`packets_out == 0`) cannot
+        // hold for a segment that is itself out, even when every segment is marked lost.
         let idx = (seq - self.snd_una) as usize;
         let app_limited = self.app_limited != 0;
         let delivered = self.delivered;
@@ -1712,6 +1708,48 @@ mod tests {
             &Coupling::NONE,
         );
         assert!(s.segs.is_empty() && s.far_times.is_empty());
+    }
+
+    #[test]
+    fn a_send_with_nothing_out_starts_a_rate_window_and_a_retransmission_never_does() {
+        // Linux `tcp_rate_skb_sent()`: with `packets_out` 0 at a send, the delivery rate's
+        // window (`delivered_mstamp`, `first_tx_mstamp`) restarts at the send time.
+        let mut s = sender(true, true);
+        let rec = |s: &TcpSender, seq: u64| s.segs[(seq - s.snd_una) as usize];
+        let (t1, t2) = (Time::from_secs(1), Time::from_ms(1010));
+        send_n(&mut s, 2, Time::ZERO);
+        // Both delivered at 100 ms: nothing is out; the sender's delivered_time is 100 ms, its
+        // first_tx_time 0 (the send time of the segment sampled).
+        s.on_ack(
+            &ack(2, &[], Time::ZERO),
+            Time::from_ms(100),
+            &Coupling::NONE,
+        );
+        assert_eq!(s.packets_out(), 0);
+        // Segment 2 at 1 s, sent with nothing out: its window starts at 1 s (not at 100 ms and
+        // 0, which would stretch its sample over the idle 900 ms) ...
+        send_n(&mut s, 1, t1);
+        assert_eq!(s.rate_times(2, &rec(&s, 2)), (t1, t1));
+        // ... and segment 3, sent 10 ms later with segment 2 out, is in the same window.
+        send_n(&mut s, 1, t2);
+        assert_eq!(s.rate_times(3, &rec(&s, 3)), (t1, t1));
+        // The loss probe (segment 3 again), then the retransmission timeout, which marks both
+        // lost: nothing in flight, but two segments out.
+        let mut t = Time::ZERO;
+        while s.stats.rto_count == 0 {
+            t = s.xmit_deadline().expect("a timer is armed");
+            assert!(s.on_timer(t, &mut |_| {}, false, || None));
+        }
+        assert_eq!(
+            (s.stats.tlp_count, s.in_flight(), s.packets_out()),
+            (1, 0, 2)
+        );
+        // Segment 2's retransmission at the timeout keeps the window of 1 s.
+        let mut resent = Vec::new();
+        s.retransmit_lost(t, &mut |p| resent.push(p.seq));
+        assert_eq!(resent, [2]);
+        assert_eq!(rec(&s, 2).xmit, t);
+        assert_eq!(s.rate_times(2, &rec(&s, 2)), (t1, t1));
     }
 
     fn cfg(sack: bool, rack: bool) -> SenderConfig {
