@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import pathlib
 import subprocess
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -187,6 +190,39 @@ def _sched() -> dict[str, tuple[int, int]]:
     return out
 
 
+def _steal() -> float:
+    """Seconds the hypervisor ran something else on this machine's CPUs (/proc/stat, all CPUs)."""
+    try:
+        fields = pathlib.Path("/proc/stat").read_text().split("\n", 1)[0].split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _core_sharing() -> float:
+    """How much more CPU time a fixed job takes on each of two threads run at once than on one
+    thread alone: about 1.0 when the machine's two cores are independent, more when they share
+    one core's resources or clock (SMT siblings, a boost a single busy core gets). The job is
+    SHA-256 over 192 MiB, which holds no lock (hashlib releases the GIL) and no railpath code."""
+    buf = bytes(32 << 20)
+
+    def job(out: list[float], i: int) -> None:
+        t = time.thread_time()
+        for _ in range(6):
+            hashlib.sha256(buf).digest()
+        out[i] = time.thread_time() - t
+
+    alone = [0.0]
+    job(alone, 0)
+    both = [0.0, 0.0]
+    threads = [threading.Thread(target=job, args=(both, i)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(both) / 2 / max(alone[0], 1e-9)
+
+
 def test_two_cores_run_a_sweep_faster_than_one():
     # 200 short runs; each releases the GIL, so two threads use both cores: at least 1.7x faster
     # on two cores than on one (issue 15). That speedup is only measurable when the machine gives
@@ -195,35 +231,56 @@ def test_two_cores_run_a_sweep_faster_than_one():
     # wall time, is how many threads wanted a core at once, whatever else the machine runs (two
     # workers blocked on each other, by the GIL or a lock, would want one). That must be 1.7 or
     # more; the wall-clock speedup must be 1.7 or more when the threads waited for a core less
-    # than 10% of their time (on a loaded machine it is printed, not asserted). One retry.
+    # than 10% of their time (the hypervisor's steal from the machine's CPUs counted as waiting)
+    # and the machine's two cores each did a core's work (a job without railpath,
+    # `_core_sharing`, took less than 15% more CPU time per thread on two threads than on one,
+    # before and after the sweeps); otherwise it is printed, not asserted. A CI run on 2026-11-28
+    # measured 1.50x with both threads on a CPU all the time (2.01 wanting one) and 34% more CPU
+    # time per run on two threads than on one; the same test on that machine gave 1.75-2.51x in
+    # nine runs in the next half hour. One retry.
     sc = railpath.load(TWO_PATHS, **{"run.duration_s": 20})
     grid = {"link.a.delay_ms": list(range(5, 105))}
 
     def timed(workers: int) -> tuple[float, float, float]:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             before = _sched()
+            stolen = _steal()
             t = time.perf_counter()
             df = railpath.sweep(sc, grid=grid, seeds=range(2), executor=pool, progress=False)
             wall = time.perf_counter() - t
+            stolen = (_steal() - stolen) / (wall * (os.cpu_count() or 1))
             after = _sched()
         assert len(df) == 200
         cpu = sum(c - before.get(k, (0, 0))[0] for k, (c, _) in after.items()) / 1e9
         wait = sum(w - before.get(k, (0, 0))[1] for k, (_, w) in after.items()) / 1e9
-        return wall, (cpu + wait) / wall, wait / max(cpu + wait, 1e-9)
+        # Time the hypervisor stole from the machine's CPUs counts as waiting for a core.
+        return wall, (cpu + wait) / wall, max(wait / max(cpu + wait, 1e-9), stolen)
 
     for attempt in range(2):
+        before = _core_sharing()
         (one, _, wait1), (two, demand, wait2) = timed(1), timed(2)
+        sharing = max(before, _core_sharing())
         loaded = max(wait1, wait2) >= 0.10
-        if (demand >= 1.7 and (loaded or one / two >= 1.7)) or attempt == 1:
+        shared = sharing >= 1.15
+        if (demand >= 1.7 and (loaded or shared or one / two >= 1.7)) or attempt == 1:
             break
     print(
         f"sweep of 200 runs: 1 core {one:.2f} s, 2 cores {two:.2f} s ({one / two:.2f}x); "
         f"threads wanting a core at once with 2 workers: {demand:.2f}; "
-        f"time waiting for a core: {wait1:.0%} (1 worker), {wait2:.0%} (2 workers)"
+        f"time waiting for a core: {wait1:.0%} (1 worker), {wait2:.0%} (2 workers); "
+        f"CPU time per thread of a job without railpath on two threads: {sharing:.2f}x one's"
     )
     assert demand >= 1.7, f"two workers kept only {demand:.2f} threads busy at once"
     if loaded:
-        print("LOADED MACHINE: the wall-clock speedup is not asserted (threads waited for a core)")
+        print(
+            "LOADED MACHINE: the wall-clock speedup is not asserted (threads waited for a core, "
+            "or the hypervisor stole the machine's CPUs)"
+        )
+    elif shared:
+        print(
+            "SHARED CORES: the wall-clock speedup is not asserted (two threads each took "
+            f"{sharing:.2f}x the CPU time one took alone for the same job)"
+        )
     else:
         assert one / two >= 1.7, f"1 core {one:.2f} s, 2 cores {two:.2f} s"
 
