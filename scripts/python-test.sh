@@ -6,8 +6,9 @@
 # link-time-optimised builds (about 2 minutes); the simulator runs about 1.4x slower than in
 # release. The CLI is the one `cargo test --workspace` builds for its own tests (a no-op here
 # after `cargo test`; `cargo build -p railpath-cli` would resolve the dependencies' features
-# for that package alone and rebuild most of them). RAILPATH_PROFILE=release tests release
-# builds instead.
+# for that package alone and rebuild most of them). The extension module's own build reuses the
+# test build's crates too: only pyo3's crates and railpath-py are compiled (Cargo.toml's
+# `[profile.dev.build-override]` says why). RAILPATH_PROFILE=release tests release builds instead.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
