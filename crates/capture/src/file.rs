@@ -570,10 +570,15 @@ impl CaptureReader {
 mod tests {
     use super::*;
 
-    fn tmp(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("railpath-capture-file-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        d.join(name)
+    /// A path `name` in a fresh temporary directory that the returned guard removes when it
+    /// drops (when the test ends, passed or failed).
+    fn tmp(name: &str) -> (tempfile::TempDir, PathBuf) {
+        let d = tempfile::Builder::new()
+            .prefix("railpath-capture-file-")
+            .tempdir()
+            .unwrap();
+        let p = d.path().join(name);
+        (d, p)
     }
 
     fn iface(n: &str) -> Interface {
@@ -586,7 +591,7 @@ mod tests {
     #[test]
     fn both_formats_write_and_read_back() {
         for format in [Format::Pcapng, Format::Pcap] {
-            let p = tmp(&format!("rt.{}", format.extension()));
+            let (_tmp_p, p) = tmp(&format!("rt.{}", format.extension()));
             let ifs: Vec<Interface> = match format {
                 Format::Pcapng => vec![iface("a"), iface("b")],
                 Format::Pcap => vec![iface("a")],
@@ -621,12 +626,12 @@ mod tests {
     #[test]
     fn bad_files_name_the_file_and_the_record() {
         let mut buf = Vec::new();
-        let g = tmp("garbage.pcap");
+        let (_tmp_g, g) = tmp("garbage.pcap");
         std::fs::write(&g, b"this is not a capture at all, just text\n").unwrap();
         let e = CaptureReader::open(&g).err().unwrap();
         assert!(e.to_string().contains("garbage.pcap"), "{e}");
         assert!(e.message.contains("not a capture"), "{e}");
-        let empty = tmp("empty.pcapng");
+        let (_tmp_empty, empty) = tmp("empty.pcapng");
         std::fs::write(&empty, b"").unwrap();
         assert!(CaptureReader::open(&empty)
             .err()
@@ -634,7 +639,7 @@ mod tests {
             .message
             .contains("empty"));
         // Truncated inside the second record.
-        let p = tmp("trunc.pcapng");
+        let (_tmp_p, p) = tmp("trunc.pcapng");
         let mut w = CaptureWriter::create(&p, Format::Pcapng, 0, &[iface("a")], "t").unwrap();
         for k in 0..3 {
             w.write(0, k, &[0u8; 60]).unwrap();
@@ -651,7 +656,7 @@ mod tests {
             "{e}"
         );
         // A link type the analysis cannot read (802.11, 105).
-        let p = tmp("wifi.pcap");
+        let (_tmp_p, p) = tmp("wifi.pcap");
         let mut h = PcapHeader::new();
         h.network = Linktype(105);
         std::fs::write(&p, h.to_vec().unwrap()).unwrap();

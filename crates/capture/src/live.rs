@@ -206,7 +206,11 @@ mod tests {
 
     #[test]
     fn packets_land_in_their_end_with_ethernet_headers() {
-        let dir = std::env::temp_dir().join(format!("railpath-live-{}", std::process::id()));
+        let tmp = tempfile::Builder::new()
+            .prefix("railpath-live-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path().to_path_buf();
         let opts = CaptureOptions {
             dir: dir.clone(),
             format: Format::Pcapng,

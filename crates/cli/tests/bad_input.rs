@@ -11,11 +11,15 @@ fn dir() -> PathBuf {
 /// Run `railpath` with `args` in a scratch working directory (so that a run that wrongly
 /// succeeded would write there); (exit code, stderr).
 fn railpath(args: &[&str]) -> (i32, String) {
-    let cwd = std::env::temp_dir().join(format!("railpath-cli-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&cwd).unwrap();
+    // Removed when this returns, with anything a wrongly successful run wrote.
+    let tmp = tempfile::Builder::new()
+        .prefix("railpath-cli-bad-")
+        .tempdir()
+        .unwrap();
+    let cwd = tmp.path();
     let o = Command::new(env!("CARGO_BIN_EXE_railpath"))
         .args(args)
-        .current_dir(&cwd)
+        .current_dir(cwd)
         .output()
         .expect("run railpath");
     (

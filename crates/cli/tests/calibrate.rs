@@ -6,14 +6,11 @@
 //! - As root with kernel MPTCP, the full side-by-side runs on the namespace testbed (13 cases,
 //!   about 2.5 minutes, two cases at a time); without them it says so loudly and skips.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-fn out_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("railpath-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
+#[path = "../../repro/tests/common/mod.rs"]
+mod common;
 
 fn calibrate(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_railpath"))
@@ -29,7 +26,7 @@ fn json(p: &Path) -> serde_json::Value {
 
 #[test]
 fn simulator_meets_the_targets_against_the_kernel_fixture() {
-    let out = out_dir("calibrate-fixture");
+    let (_tmp, out) = common::out_dir("calibrate-fixture");
     let o = calibrate(&[
         "--sim-only",
         "--check",
@@ -105,7 +102,7 @@ fn full_side_by_side_on_the_testbed() {
         );
         return;
     }
-    let out = out_dir("calibrate-testbed");
+    let (_tmp, out) = common::out_dir("calibrate-testbed");
     let o = calibrate(&["--out", out.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -145,7 +142,7 @@ fn stall_figures_from_captures_of_both_stacks() {
     if let Err(e) = &testbed {
         eprintln!("SKIP the kernel side of stall_figures_from_captures_of_both_stacks: {e}");
     }
-    let out = out_dir("calibrate-pcap");
+    let (_tmp, out) = common::out_dir("calibrate-pcap");
     let mut args = vec!["--case", "o1000-b100-r20", "--pcap", "--out"];
     args.push(out.to_str().unwrap());
     if testbed.is_err() {

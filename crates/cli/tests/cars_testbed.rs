@@ -11,7 +11,7 @@
 //! passes. The runs take real time (10-20 s each) and run one at a time.
 
 use railpath_scenario::{Outage, ProxyOptions, Scenario};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
 
@@ -39,11 +39,14 @@ fn scenario(file: &str, cars: usize, duration_s: f64) -> Scenario {
     s
 }
 
-fn out_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("railpath-cars-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
+/// A fresh scratch directory for test `name`, removed with everything in it when the returned
+/// guard drops (when the test ends, passed or failed).
+fn out_dir(name: &str) -> tempfile::TempDir {
+    let prefix = format!("railpath-cars-{name}-");
+    tempfile::Builder::new()
+        .prefix(&prefix)
+        .tempdir()
+        .expect("temp dir")
 }
 
 struct Run {
@@ -77,7 +80,8 @@ impl Run {
 
 /// Write the scenario, run it with `railpath testbed run`, read what it wrote.
 fn run(name: &str, s: &Scenario) -> Run {
-    let dir = out_dir(name);
+    let tmp = out_dir(name);
+    let dir = tmp.path();
     let file = dir.join(format!("{name}.toml"));
     std::fs::write(&file, toml::to_string(s).expect("scenario as TOML")).expect("write scenario");
     let out = dir.join("out");

@@ -17,8 +17,12 @@ fn scenario() -> String {
 /// Run `railpath run carriers.toml --set ...` with a fixed 4 GB memory budget; (exit code,
 /// stderr). A run that does not end within 60 s is killed and fails the test.
 fn run_with(sets: &[&str], extra: &[&str]) -> (i32, String) {
-    let cwd = std::env::temp_dir().join(format!("railpath-bounds-{}", std::process::id()));
-    std::fs::create_dir_all(&cwd).unwrap();
+    // Removed when this returns (the child has ended by then, or been killed).
+    let tmp = tempfile::Builder::new()
+        .prefix("railpath-bounds-")
+        .tempdir()
+        .unwrap();
+    let cwd = tmp.path();
     let mut args = vec!["run".to_string(), scenario(), "--out".into(), "o".into()];
     for s in sets {
         args.push("--set".into());
@@ -27,7 +31,7 @@ fn run_with(sets: &[&str], extra: &[&str]) -> (i32, String) {
     args.extend(extra.iter().map(|s| s.to_string()));
     let mut child = Command::new(env!("CARGO_BIN_EXE_railpath"))
         .args(&args)
-        .current_dir(&cwd)
+        .current_dir(cwd)
         .env("RAILPATH_MEMORY_BUDGET_MB", "4000")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

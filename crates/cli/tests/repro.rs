@@ -8,14 +8,8 @@
 mod common;
 
 use common::{claim_holds, number};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-fn out_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("railpath-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
 
 fn repro_paper(paper: &str, out: &Path, seeds: &str) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_railpath"))
@@ -40,7 +34,10 @@ fn summary(out: &Path) -> serde_json::Value {
 
 #[test]
 fn reproduction_is_deterministic_and_bad_arguments_are_input_errors() {
-    let (a, b) = (out_dir("repro-det-a"), out_dir("repro-det-b"));
+    let ((_tmp_a, a), (_tmp_b, b)) = (
+        common::out_dir("repro-det-a"),
+        common::out_dir("repro-det-b"),
+    );
     assert!(repro(&a, "3").status.success());
     assert!(repro(&b, "3").status.success());
     assert_eq!(summary(&a), summary(&b));
@@ -74,7 +71,7 @@ fn pha_kernel_side_on_the_testbed() {
         let _ = writeln!(std::io::stderr(), "SKIP repro pha --testbed: {e}");
         return;
     }
-    let out = out_dir("repro-pha-testbed");
+    let (_tmp, out) = common::out_dir("repro-pha-testbed");
     let o = Command::new(env!("CARGO_BIN_EXE_railpath"))
         .args([
             "repro",
@@ -152,7 +149,10 @@ fn pha_kernel_side_on_the_testbed() {
 
 #[test]
 fn tcp_fs_reproduction_is_deterministic() {
-    let (a, b) = (out_dir("repro-tcp-fs-a"), out_dir("repro-tcp-fs-b"));
+    let ((_tmp_a, a), (_tmp_b, b)) = (
+        common::out_dir("repro-tcp-fs-a"),
+        common::out_dir("repro-tcp-fs-b"),
+    );
     assert!(repro_paper("tcp-fs", &a, "3").status.success());
     assert!(repro_paper("tcp-fs", &b, "3").status.success());
     assert_eq!(summary_of("tcp-fs", &a), summary_of("tcp-fs", &b));
@@ -164,7 +164,7 @@ fn tcp_fs_reproduction_is_deterministic() {
 /// out-of-range values are input errors (exit 2, the flag named) on any machine.
 #[test]
 fn proxy_lb_testbed_flags_out_of_range_are_input_errors() {
-    let out = out_dir("repro-proxy-lb-flags");
+    let (_tmp, out) = common::out_dir("repro-proxy-lb-flags");
     let cases: &[(&[&str], &str)] = &[
         (
             &["--testbed-cars", "9"],
@@ -227,7 +227,7 @@ fn proxy_lb_kernel_side_on_the_testbed() {
         let _ = writeln!(std::io::stderr(), "SKIP repro proxy-lb --testbed: {e}");
         return;
     }
-    let out = out_dir("repro-proxy-lb-testbed");
+    let (_tmp, out) = common::out_dir("repro-proxy-lb-testbed");
     let o = Command::new(env!("CARGO_BIN_EXE_railpath"))
         .args([
             "repro",
@@ -288,7 +288,7 @@ fn train_kernel_side_on_the_testbed() {
         let _ = writeln!(std::io::stderr(), "SKIP repro train --testbed: {e}");
         return;
     }
-    let out = out_dir("repro-train-testbed");
+    let (_tmp, out) = common::out_dir("repro-train-testbed");
     let o = Command::new(env!("CARGO_BIN_EXE_railpath"))
         .args([
             "repro",

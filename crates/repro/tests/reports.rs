@@ -11,15 +11,9 @@ mod common;
 
 use common::{assert_numbers_within_intervals, claim_holds, number};
 use railpath_repro::{Cause, Options, Reproduction};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
-
-fn out_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("railpath-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
 
 /// Reproduce `paper` with `seeds` seeds into `out`, as `railpath repro PAPER --seeds N --out OUT`.
 fn reproduce(paper: &str, out: &Path, seeds: u64) -> Reproduction {
@@ -119,7 +113,7 @@ fn rendered(chromium: &str, report: &Path, profile: &Path) -> String {
 
 #[test]
 fn pha_reproduction_summary_report_and_index() {
-    let out = out_dir("repro-pha");
+    let (_tmp, out) = common::out_dir("repro-pha");
     let t = Instant::now();
     let r = reproduce("pha", &out, 10);
     let took = t.elapsed();
@@ -216,7 +210,7 @@ fn pha_report_renders_in_headless_chromium() {
     let Some(chromium) = chromium() else {
         return;
     };
-    let out = out_dir("repro-shot");
+    let (_tmp, out) = common::out_dir("repro-shot");
     reproduce("pha", &out, 3);
     let report = out.join("pha/report.html");
     let url = format!("file://{}", report.display());
@@ -248,7 +242,7 @@ fn pha_report_renders_in_headless_chromium() {
 
 #[test]
 fn tcp_fs_reproduction_summary_claims_and_report() {
-    let out = out_dir("repro-tcp-fs");
+    let (_tmp, out) = common::out_dir("repro-tcp-fs");
     let t = Instant::now();
     let r = reproduce("tcp-fs", &out, 10);
     let took = t.elapsed();
@@ -342,7 +336,7 @@ fn tcp_fs_report_renders_in_headless_chromium() {
     let Some(chromium) = chromium() else {
         return;
     };
-    let out = out_dir("repro-tcp-fs-shot");
+    let (_tmp, out) = common::out_dir("repro-tcp-fs-shot");
     reproduce("tcp-fs", &out, 3);
     let page = rendered(
         &chromium,
@@ -356,7 +350,7 @@ fn tcp_fs_report_renders_in_headless_chromium() {
 
 #[test]
 fn bloat_reproduction_summary_claims_and_report() {
-    let out = out_dir("repro-bloat");
+    let (_tmp, out) = common::out_dir("repro-bloat");
     let t = Instant::now();
     let r = reproduce("bloat", &out, 10);
     let took = t.elapsed();
@@ -434,7 +428,10 @@ fn bloat_reproduction_summary_claims_and_report() {
 
 #[test]
 fn bloat_reproduction_is_deterministic_and_renders() {
-    let (a, b) = (out_dir("repro-bloat-a"), out_dir("repro-bloat-b"));
+    let ((_tmp_a, a), (_tmp_b, b)) = (
+        common::out_dir("repro-bloat-a"),
+        common::out_dir("repro-bloat-b"),
+    );
     let (ra, rb) = (reproduce("bloat", &a, 2), reproduce("bloat", &b, 2));
     assert_eq!(ra.summary, rb.summary);
     assert_eq!(ra.report, rb.report);
@@ -457,7 +454,7 @@ fn bloat_reproduction_is_deterministic_and_renders() {
 
 #[test]
 fn bond_reproduction_summary_claims_and_report() {
-    let out = out_dir("repro-bond");
+    let (_tmp, out) = common::out_dir("repro-bond");
     let t = Instant::now();
     let r = reproduce("bond", &out, 10);
     let took = t.elapsed();
@@ -520,7 +517,10 @@ fn bond_reproduction_summary_claims_and_report() {
 
 #[test]
 fn bond_reproduction_is_deterministic_and_renders() {
-    let (a, b) = (out_dir("repro-bond-a"), out_dir("repro-bond-b"));
+    let ((_tmp_a, a), (_tmp_b, b)) = (
+        common::out_dir("repro-bond-a"),
+        common::out_dir("repro-bond-b"),
+    );
     let (ra, rb) = (reproduce("bond", &a, 2), reproduce("bond", &b, 2));
     assert_eq!(ra.summary, rb.summary);
     assert_eq!(ra.report, rb.report);

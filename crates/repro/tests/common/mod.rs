@@ -2,6 +2,21 @@
 //! CLI's (`crates/cli/tests`, which include this file by path); each test file uses some of them.
 #![allow(dead_code)]
 
+use std::path::PathBuf;
+
+/// A scratch output path for test `name` that does not exist yet (the command creates it), in a
+/// fresh temporary directory that the returned guard removes, with everything in it, when it
+/// drops: when the test ends, passed or failed.
+pub fn out_dir(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let prefix = format!("railpath-{name}-");
+    let tmp = tempfile::Builder::new()
+        .prefix(&prefix)
+        .tempdir()
+        .expect("temp dir");
+    let path = tmp.path().join("out");
+    (tmp, path)
+}
+
 /// A reproduction summary's number `id`: (railpath, its 95% interval's ends, the paper's).
 pub fn number(v: &serde_json::Value, id: &str) -> (f64, f64, f64, Option<f64>) {
     let n = v["numbers"]
