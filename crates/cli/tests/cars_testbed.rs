@@ -15,6 +15,9 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
 
+#[path = "../../repro/tests/common/mod.rs"]
+mod common;
+
 /// One testbed at a time: runs side by side would share the two cores and the emulator's timing.
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -37,16 +40,6 @@ fn scenario(file: &str, cars: usize, duration_s: f64) -> Scenario {
     s.flows.truncate(cars);
     s.run.duration_s = duration_s;
     s
-}
-
-/// A fresh scratch directory for test `name`, removed with everything in it when the returned
-/// guard drops (when the test ends, passed or failed).
-fn out_dir(name: &str) -> tempfile::TempDir {
-    let prefix = format!("railpath-cars-{name}-");
-    tempfile::Builder::new()
-        .prefix(&prefix)
-        .tempdir()
-        .expect("temp dir")
 }
 
 struct Run {
@@ -80,7 +73,7 @@ impl Run {
 
 /// Write the scenario, run it with `railpath testbed run`, read what it wrote.
 fn run(name: &str, s: &Scenario) -> Run {
-    let tmp = out_dir(name);
+    let (tmp, _) = common::out_dir(&format!("cars-{name}"));
     let dir = tmp.path();
     let file = dir.join(format!("{name}.toml"));
     std::fs::write(&file, toml::to_string(s).expect("scenario as TOML")).expect("write scenario");

@@ -2,19 +2,40 @@
 //! CLI's (`crates/cli/tests`, which include this file by path); each test file uses some of them.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-/// A scratch output path for test `name` that does not exist yet (the command creates it), in a
-/// fresh temporary directory that the returned guard removes, with everything in it, when it
-/// drops: when the test ends, passed or failed.
-pub fn out_dir(name: &str) -> (tempfile::TempDir, PathBuf) {
+/// A test's scratch directory: removed when the test passes, kept when it fails (its path on
+/// stderr), for a look at what the run wrote.
+pub struct Scratch(tempfile::TempDir);
+
+impl Scratch {
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.disable_cleanup(true);
+            eprintln!(
+                "test failed: its scratch directory is kept: {}",
+                self.0.path().display()
+            );
+        }
+    }
+}
+
+/// A fresh scratch directory for test `name` (see [`Scratch`]) and an output path in it that
+/// does not exist yet (the command creates it).
+pub fn out_dir(name: &str) -> (Scratch, PathBuf) {
     let prefix = format!("railpath-{name}-");
     let tmp = tempfile::Builder::new()
         .prefix(&prefix)
         .tempdir()
         .expect("temp dir");
     let path = tmp.path().join("out");
-    (tmp, path)
+    (Scratch(tmp), path)
 }
 
 /// A reproduction summary's number `id`: (railpath, its 95% interval's ends, the paper's).
