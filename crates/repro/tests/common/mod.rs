@@ -1,5 +1,6 @@
-//! Readers of a reproduction's summary.json, shared by the reproductions' tests here and the
-//! CLI's (`crates/cli/tests`, which include this file by path); each test file uses some of them.
+//! Readers of a reproduction's summary.json and the tests' scratch directories, shared by the
+//! reproductions' tests here and the CLI's (`crates/cli/tests`, which include this file by path);
+//! each test file uses some of them.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
